@@ -21,6 +21,11 @@ def build_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
     )
+
+    @app.callback()
+    def root() -> None:
+        """Optimal physical layouts for XLA HLO modules."""
+
     names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.endswith("_commands"))
     for name in names:
         importlib.import_module(f"{__name__}.{name}").register(app)
