@@ -32,13 +32,15 @@ from hlo.tiling import (
 )
 from strategies import array_shapes
 
-SETTINGS = settings(max_examples=300, deadline=None)
+SETTINGS = settings(max_examples=200, deadline=None)
 
 
-def oracle_buffer(shape: ArrayShape) -> np.ndarray:
-    """The physical buffer of ``shape``: logical row-major numbers, -1 for padding."""
+def oracle_buffer(shape: ArrayShape, values: np.ndarray | None = None) -> np.ndarray:
+    """The physical buffer of ``shape`` holding ``values`` (default: each element's
+    logical row-major number), -1 for padding."""
     layout = shape.effective_layout()
-    logical = np.arange(int(np.prod(shape.dims, dtype=np.int64)), dtype=np.int64).reshape(shape.dims)
+    count = int(np.prod(shape.dims, dtype=np.int64))
+    logical = np.arange(count, dtype=np.int64).reshape(shape.dims) if values is None else values
     physical_order = list(reversed(layout.minor_to_major))
     buf = np.transpose(logical, physical_order) if shape.dims else logical
     for tile in layout.tiles:
