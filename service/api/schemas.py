@@ -1,0 +1,183 @@
+"""Request and response bodies of the HTTP API: one schema per direction.
+
+Options are the frozen values of :mod:`service.options`, used unchanged, so the JSON schema of
+``options`` is the CLI's flag set. A target is a built-in name (``"tpu"``) or an inline object
+describing one (validated by the target loader; an invalid one is a 422 naming ``target``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.options import (
+    AssignOptions,
+    CheckOptions,
+    FormatOptions,
+    NormalizeOptions,
+    ScoreOptions,
+    VerifyOptions,
+)
+from service.pipeline import Operation
+
+EXAMPLE_HLO = """HloModule add_one, entry_computation_layout={(f32[2,3]{1,0})->f32[2,3]{1,0}}
+
+ENTRY main {
+  p = f32[2,3]{1,0} parameter(0)
+  one = f32[] constant(1)
+  ones = f32[2,3]{1,0} broadcast(one), dimensions={}
+  ROOT sum = f32[2,3]{1,0} add(p, ones)
+}
+"""
+
+TargetField = str | dict[str, Any]
+_NAME = Field("module", max_length=256, description="Name used in diagnostics (FILE:LINE:COL).")
+_HLO = Field(description="The HLO module as text.", examples=[EXAMPLE_HLO])
+_TARGET = Field(
+    description="A built-in target name (see GET /v1/targets) or an inline target object.",
+    examples=["tpu"],
+)
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AssignIn(_In):
+    hlo: str = _HLO
+    name: str = _NAME
+    target: TargetField = _TARGET
+    options: AssignOptions = AssignOptions()
+
+
+class ScoreIn(_In):
+    hlo: str = _HLO
+    name: str = _NAME
+    target: TargetField = _TARGET
+    options: ScoreOptions = ScoreOptions()
+
+
+class NormalizeIn(_In):
+    hlo: str = _HLO
+    name: str = _NAME
+    options: NormalizeOptions = NormalizeOptions()
+
+
+class FormatIn(_In):
+    hlo: str = _HLO
+    name: str = _NAME
+    options: FormatOptions = FormatOptions()
+
+
+class CheckIn(_In):
+    hlo: str = _HLO
+    name: str = _NAME
+    options: CheckOptions = CheckOptions()
+
+
+class VerifyIn(_In):
+    original: str = Field(description="The module before the rewrite.", examples=[EXAMPLE_HLO])
+    rewritten: str = Field(description="The module after the rewrite.", examples=[EXAMPLE_HLO])
+    options: VerifyOptions = VerifyOptions()
+
+
+MODULE_INPUTS: dict[Operation, type[_In]] = {
+    Operation.ASSIGN: AssignIn,
+    Operation.SCORE: ScoreIn,
+    Operation.NORMALIZE: NormalizeIn,
+    Operation.FORMAT: FormatIn,
+    Operation.CHECK: CheckIn,
+}
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorOut(BaseModel):
+    """Every error answer: a machine-readable ``type``, a message and, where there is one,
+    the request field and the line and column in its HLO text."""
+
+    type: str = Field(examples=["parse_error"])
+    message: str = Field(examples=["expected '=' after instruction name"])
+    field: str | None = Field(None, examples=["hlo"])
+    line: int | None = Field(None, examples=[4])
+    column: int | None = Field(None, examples=[7])
+    details: list[dict[str, Any]] | None = None
+
+
+class ModuleSummaryOut(_Out):
+    operation: Operation
+    module: str
+    computations: int
+    instructions: int
+
+
+class FormatOut(ModuleSummaryOut):
+    hlo: str = Field(description="The module in canonical text form.")
+
+
+class CheckOut(ModuleSummaryOut):
+    valid: bool
+
+
+class VerifyOut(_Out):
+    """The verdict of the reference interpreter; further fields come from the comparison."""
+
+    operation: Operation
+    original: str
+    rewritten: str
+    equivalent: bool
+
+
+class ReportOut(_Out):
+    """The report of DESIGN §10 (assign), the cost report (score) or the rewritten module
+    (normalize). Fields beyond ``operation`` depend on the operation."""
+
+    operation: Operation
+    hlo: str | None = None
+
+
+class TargetsOut(BaseModel):
+    targets: list[dict[str, Any]]
+
+
+class BatchModuleIn(_In):
+    name: str = Field(max_length=256, description="Unique within the batch.")
+    hlo: str
+
+
+class BatchIn(_In):
+    operation: Operation = Operation.CHECK
+    modules: list[BatchModuleIn] = Field(min_length=1)
+    target: TargetField | None = None
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Options of the operation (as in its own endpoint)."
+    )
+
+
+class BatchItemOut(BaseModel):
+    name: str
+    status: Literal["pending", "ok", "failed"]
+    cached: bool = False
+    result: dict[str, Any] | None = None
+    error: ErrorOut | None = None
+
+
+class BatchOut(BaseModel):
+    id: str
+    operation: Operation
+    status: Literal["running", "done"]
+    total: int
+    finished: int
+    succeeded: int
+    failed: int
+    results: list[BatchItemOut] | None = None
+
+
+class HealthOut(BaseModel):
+    status: str
+    workers: int | None = None
+    busy: int | None = None
+    waiting: int | None = None

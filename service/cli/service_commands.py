@@ -1,0 +1,164 @@
+"""``serve`` (the HTTP API) and ``batch`` (many modules, resumable, local pool or Ray)."""
+
+from __future__ import annotations
+
+import asyncio
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from pydantic import TypeAdapter, ValidationError
+
+from service.pipeline import OPTIONS_OF, InlineTarget, Operation, default_batch_operation
+
+
+class EngineName(str, Enum):
+    LOCAL = "local"
+    RAY = "ray"
+
+
+def _settings(**overrides: Any) -> Any:
+    from service.settings import Settings
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "settings"
+            typer.echo(f"error: invalid setting {field}: {err['msg']}", err=True)
+        raise typer.Exit(code=2)
+
+
+def _target(value: str | None) -> str | InlineTarget | None:
+    """A built-in name, or a JSON/TOML target file given by path (read here, on the CLI only)."""
+    if value is None:
+        return None
+    path = Path(value)
+    if path.suffix in (".json", ".toml") and path.is_file():
+        import json
+        import tomllib
+
+        data = tomllib.loads(path.read_text()) if path.suffix == ".toml" else json.loads(
+            path.read_text()
+        )
+        return InlineTarget.from_data(data)
+    return value
+
+
+def _options(operation: Operation, given: dict[str, Any]) -> Any:
+    options_type = OPTIONS_OF[operation]
+    fields = set(getattr(options_type, "__dataclass_fields__", {}))
+    if operation is Operation.NORMALIZE and "normalize" in given:
+        given["passes"] = given.pop("normalize")
+    unknown = sorted(k for k in given if k not in fields)
+    if unknown:
+        flags = ", ".join("--" + k.replace("_s", "").replace("_", "-") for k in unknown)
+        typer.echo(f"error: {flags} does not apply to {operation.value}", err=True)
+        raise typer.Exit(code=2)
+    try:
+        return TypeAdapter(options_type).validate_python(given)
+    except ValidationError as exc:
+        for err in exc.errors():
+            typer.echo(f"error: option {'.'.join(map(str, err['loc']))}: {err['msg']}", err=True)
+        raise typer.Exit(code=2)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        host: Optional[str] = typer.Option(None, help="Address to bind [default: 127.0.0.1]."),
+        port: Optional[int] = typer.Option(None, help="Port [default: 8000]."),
+        workers: Optional[int] = typer.Option(None, help="Solver processes [default: CPUs]."),
+    ) -> None:
+        """Serve the HTTP API (settings also from HLO_LAYOUT_* variables)."""
+        import uvicorn
+
+        from service.app import create_app
+
+        settings = _settings(host=host, port=port, workers=workers)
+        uvicorn.run(
+            create_app(settings), host=settings.host, port=settings.port, log_level="info"
+        )
+
+    @app.command("batch")
+    def batch(
+        inputs: list[str] = typer.Argument(..., help="Files, directories or globs (.hlo, .hlo.gz)."),
+        out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
+        operation: Optional[Operation] = typer.Option(
+            None, "--operation", help="assign (default once available), check, format, ..."
+        ),
+        target: Optional[str] = typer.Option(None, "-t", "--target", help="Target name or file."),
+        workers: Optional[int] = typer.Option(None, "--workers", help="Local worker processes."),
+        engine: EngineName = typer.Option(EngineName.LOCAL, "--engine"),
+        address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address."),
+        time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds per solve."),
+        entry_layout: Optional[str] = typer.Option(None, "--entry-layout", help="fixed or auto."),
+        normalize: Optional[list[str]] = typer.Option(None, "--normalize", help="Pass (repeat)."),
+        seed: Optional[int] = typer.Option(None, "--seed"),
+        short: Optional[bool] = typer.Option(None, "--short/--long", help="format: short form."),
+        cache: bool = typer.Option(True, "--cache/--no-cache", help="Use the result cache."),
+    ) -> None:
+        """Run one operation over many modules: a result per module and a summary; re-running
+        skips finished modules."""
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from rich.progress import TimeElapsedColumn
+
+        from service.batch import (
+            BatchError, BatchProgress, BatchSpec, LocalEngine, collect_inputs, run_batch,
+        )
+        from service.cache import ResultCache
+
+        settings = _settings(workers=workers)
+        op = operation or default_batch_operation()
+        given = {
+            "time_limit_s": time_limit, "entry_layout": entry_layout, "normalize": normalize,
+            "seed": seed, "short": short,
+        }
+        options = _options(op, {k: v for k, v in given.items() if v is not None})
+        spec_target = _target(target)
+        if op in (Operation.ASSIGN, Operation.SCORE) and spec_target is None:
+            typer.echo(f"error: {op.value} needs a target (-t)", err=True)
+            raise typer.Exit(code=2)
+        if op is Operation.VERIFY:
+            typer.echo("error: verify compares two modules; use 'hlo-layout verify'", err=True)
+            raise typer.Exit(code=2)
+        try:
+            modules = collect_inputs(inputs)
+        except BatchError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(code=2)
+        spec = BatchSpec(op, options, spec_target, timeout_s=settings.request_timeout_s)
+        if engine is EngineName.RAY:
+            from service.batch_ray import RayEngine
+
+            runner: Any = RayEngine(address)
+        else:
+            runner = LocalEngine(settings.workers)
+        result_cache = (
+            ResultCache(settings.cache_path) if cache and settings.cache_path is not None else None
+        )
+        console = Console(stderr=True)
+        with Progress(
+            TextColumn(f"{op.value}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(),
+            TextColumn("{task.fields[last]}"), console=console,
+        ) as progress:
+            task = progress.add_task(op.value, total=len(modules), failed=0, last="")
+
+            def show(p: BatchProgress) -> None:
+                progress.update(task, completed=p.finished, failed=p.failed, last=p.last or "")
+
+            run = asyncio.run(
+                run_batch(modules, spec, out, runner, cache=result_cache, on_progress=show)
+            )
+        if result_cache is not None:
+            result_cache.close()
+        console.print(
+            f"{op.value}: {run.total} modules, {run.total - run.failed} ok, {run.failed} failed "
+            f"({run.computed} computed, {run.skipped} already done, {run.cached} cached) "
+            f"-> {run.summary_path}"
+        )
+        if run.failed:
+            raise typer.Exit(code=1)

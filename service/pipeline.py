@@ -1,0 +1,441 @@
+"""The one core function behind HTTP, the command line and batch: ``run(request) -> outcome``.
+
+A request is a frozen value (the operation, the HLO text, the target, the options); an outcome is
+either :class:`Success` (plain JSON-able data plus the output module text, if any) or
+:class:`Failure` (a typed error with its place). ``run`` never raises for bad input, so an
+outcome can cross a process boundary (worker pool, Ray) and be cached or written to a batch
+result file exactly as the HTTP layer returns it.
+
+Every operation first does the checks that do not depend on the solver: the HLO parses, the
+target loads, the options hold. ``assign``, ``score`` and ``normalize`` then reach
+:func:`_layout_engine`, the single place where the layout engine plugs in; until it exists
+they answer ``not_available``.
+
+Example::
+
+    run(ModuleRequest(Operation.FORMAT, "HloModule m\\nENTRY e { ROOT p = f32[2] parameter(0) }"))
+    -> Success(operation=Operation.FORMAT, data={"module": "m", ...}, hlo="HloModule m, ...")
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from service.options import (
+    AssignOptions,
+    CheckOptions,
+    FormatOptions,
+    NormalizeOptions,
+    Options,
+    ScoreOptions,
+    VerifyOptions,
+    options_to_json,
+)
+
+
+class Operation(str, enum.Enum):
+    ASSIGN = "assign"
+    SCORE = "score"
+    NORMALIZE = "normalize"
+    FORMAT = "format"
+    CHECK = "check"
+    VERIFY = "verify"
+
+
+OPTIONS_OF: dict[Operation, type] = {
+    Operation.ASSIGN: AssignOptions,
+    Operation.SCORE: ScoreOptions,
+    Operation.NORMALIZE: NormalizeOptions,
+    Operation.FORMAT: FormatOptions,
+    Operation.CHECK: CheckOptions,
+    Operation.VERIFY: VerifyOptions,
+}
+
+NEEDS_TARGET = frozenset({Operation.ASSIGN, Operation.SCORE})
+
+
+class FailureType(str, enum.Enum):
+    """Why an operation did not succeed. The HTTP layer maps each to a status code."""
+
+    PARSE_ERROR = "parse_error"  # the HLO text does not parse (line, column)
+    VERIFY_ERROR = "verify_error"  # it parses but breaks a structural rule
+    INVALID_TARGET = "invalid_target"  # the target name or object is not a valid target
+    INVALID_OPTION = "invalid_option"  # an option is out of range or unknown
+    LAYOUT_ERROR = "layout_error"  # a layout in the module is invalid for its shape
+    NOT_AVAILABLE = "not_available"  # the operation is not part of this build
+    TIMEOUT = "timeout"  # the work ran past its wall-clock limit and was stopped
+    WORKER_CRASHED = "worker_crashed"  # the process doing the work died
+    QUEUE_FULL = "queue_full"  # too much work waiting; retry later
+    INTERNAL_ERROR = "internal_error"  # a defect: an unexpected exception
+
+
+# Failures that depend only on the request (so caching them is as sound as caching a success).
+DETERMINISTIC_FAILURES = frozenset(
+    {
+        FailureType.PARSE_ERROR,
+        FailureType.VERIFY_ERROR,
+        FailureType.INVALID_TARGET,
+        FailureType.INVALID_OPTION,
+        FailureType.LAYOUT_ERROR,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class InlineTarget:
+    """A target the user describes as data, kept as canonical JSON text (sorted keys)."""
+
+    text: str
+
+    @staticmethod
+    def from_data(data: dict[str, Any]) -> InlineTarget:
+        return InlineTarget(json.dumps(data, sort_keys=True, separators=(",", ":")))
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.text)
+
+
+TargetSpec = str | InlineTarget
+"""A built-in target name (``"tpu"``) or an inline target object."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleRequest:
+    """One module and what to do with it. ``name`` is the file name used in diagnostics."""
+
+    operation: Operation
+    hlo: str
+    name: str = "module"
+    target: TargetSpec | None = None
+    options: Options | None = None  # None: the operation's default options
+
+    def __post_init__(self) -> None:
+        if self.options is None:
+            object.__setattr__(self, "options", OPTIONS_OF[self.operation]())
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyRequest:
+    """Two modules that must compute the same function (``rewritten`` may have other layouts)."""
+
+    original: str
+    rewritten: str
+    options: VerifyOptions = VerifyOptions()
+    original_name: str = "original"
+    rewritten_name: str = "rewritten"
+
+    @property
+    def operation(self) -> Operation:
+        return Operation.VERIFY
+
+
+Request = ModuleRequest | VerifyRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Success:
+    """The result of an operation: JSON-able ``data`` (the report) and the output module text."""
+
+    operation: Operation
+    data: dict[str, Any]
+    hlo: str | None = None
+    elapsed_ms: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"operation": self.operation.value, **self.data}
+        if self.hlo is not None:
+            out["hlo"] = self.hlo
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A typed error: what went wrong and where (``field`` of the request, ``line``/``column``
+    in its HLO text)."""
+
+    type: FailureType
+    message: str
+    field: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type.value, "message": self.message}
+        for key in ("field", "line", "column"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+Outcome = Success | Failure
+
+
+def request_to_json(request: Request) -> dict[str, Any]:
+    """The request as canonical JSON data: the identity a cache key is computed from."""
+    if isinstance(request, VerifyRequest):
+        return {
+            "operation": Operation.VERIFY.value,
+            "original": request.original,
+            "rewritten": request.rewritten,
+            "options": options_to_json(request.options),
+        }
+    target: Any = request.target
+    if isinstance(target, InlineTarget):
+        target = target.data
+    return {
+        "operation": request.operation.value,
+        "hlo": request.hlo,
+        "target": target,
+        "options": options_to_json(request.options),
+    }
+
+
+class _Fail(Exception):
+    """Carries a :class:`Failure` out of the nested steps of one operation."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+def run(request: Request) -> Outcome:
+    """Do one operation. Never raises for bad input: every error is a :class:`Failure`."""
+    start = time.perf_counter()
+    try:
+        if isinstance(request, VerifyRequest):
+            data, text = _verify(request)
+        else:
+            expected = OPTIONS_OF[request.operation]
+            if not isinstance(request.options, expected):
+                raise _Fail(
+                    Failure(
+                        FailureType.INVALID_OPTION,
+                        f"{request.operation.value} takes {expected.__name__}, "
+                        f"not {type(request.options).__name__}",
+                        field="options",
+                    )
+                )
+            data, text = _MODULE_OPERATIONS[request.operation](request)
+    except _Fail as fail:
+        return fail.failure
+    except Exception as exc:  # a defect, reported as data so the caller keeps running
+        return Failure(FailureType.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+    elapsed = (time.perf_counter() - start) * 1000.0
+    return Success(request.operation, data, text, round(elapsed, 3))
+
+
+# ---------------------------------------------------------------------------
+# Steps shared by the operations
+# ---------------------------------------------------------------------------
+
+
+def _hlo_failure(exc: Exception, kind: FailureType, field_name: str) -> Failure:
+    location = getattr(exc, "location", None)
+    return Failure(
+        kind,
+        getattr(exc, "message", str(exc)),
+        field=field_name,
+        line=location.line if location is not None else None,
+        column=location.column if location is not None else None,
+    )
+
+
+def _parse(text: str, name: str, field_name: str = "hlo") -> Any:
+    from hlo.errors import HloError, ParseError
+    from hlo.parser import parse_module
+
+    try:
+        return parse_module(text, name)
+    except ParseError as exc:
+        raise _Fail(_hlo_failure(exc, FailureType.PARSE_ERROR, field_name)) from exc
+    except HloError as exc:  # e.g. a LayoutError for an invalid layout written in the text
+        raise _Fail(_hlo_failure(exc, _failure_type_of(exc), field_name)) from exc
+
+
+def _verify_structure(module: Any, field_name: str = "hlo") -> None:
+    from hlo.errors import HloError
+    from hlo.verifier import verify_module
+
+    try:
+        verify_module(module)
+    except HloError as exc:
+        raise _Fail(_hlo_failure(exc, _failure_type_of(exc), field_name)) from exc
+
+
+def _failure_type_of(exc: Exception) -> FailureType:
+    from hlo.errors import LayoutError, ParseError
+
+    if isinstance(exc, ParseError):
+        return FailureType.PARSE_ERROR
+    if isinstance(exc, LayoutError):
+        return FailureType.LAYOUT_ERROR
+    return FailureType.VERIFY_ERROR
+
+
+def load_target(spec: TargetSpec) -> Any:
+    """The target named or described by ``spec``; an invalid one fails naming ``target``."""
+    from hlo.errors import HloError
+
+    try:
+        from hlo.target import load_target as load
+    except ImportError as exc:
+        raise _Fail(
+            Failure(FailureType.NOT_AVAILABLE, "targets are not available in this build")
+        ) from exc
+    try:
+        return load(spec.data if isinstance(spec, InlineTarget) else spec)
+    except (HloError, ValueError, KeyError, TypeError) as exc:
+        message = getattr(exc, "message", None) or str(exc)
+        raise _Fail(Failure(FailureType.INVALID_TARGET, message, field="target")) from exc
+
+
+def _module_summary(module: Any) -> dict[str, Any]:
+    return {
+        "module": module.name,
+        "computations": len(module.computations),
+        "instructions": sum(len(c.instructions) for c in module.computations),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Operations
+# ---------------------------------------------------------------------------
+
+_Result = tuple[dict[str, Any], str | None]
+
+
+def _format(request: ModuleRequest) -> _Result:
+    from hlo.printer import print_module
+
+    module = _parse(request.hlo, request.name)
+    options: FormatOptions = request.options  # type: ignore[assignment]
+    return _module_summary(module), print_module(module, short=options.short)
+
+
+def _check(request: ModuleRequest) -> _Result:
+    module = _parse(request.hlo, request.name)
+    _verify_structure(module)
+    return {**_module_summary(module), "valid": True}, None
+
+
+def _verify(request: VerifyRequest) -> _Result:
+    from hlo.equivalence import compare_modules
+
+    original = _parse(request.original, request.original_name, "original")
+    rewritten = _parse(request.rewritten, request.rewritten_name, "rewritten")
+    _verify_structure(original, "original")
+    _verify_structure(rewritten, "rewritten")
+    try:
+        comparison = compare_modules(
+            original, rewritten, seed=request.options.seed, trials=request.options.trials
+        )
+    except Exception as exc:
+        from hlo.errors import HloError
+
+        if not isinstance(exc, HloError):
+            raise
+        raise _Fail(_hlo_failure(exc, _failure_type_of(exc), "rewritten")) from exc
+    return {"original": original.name, "rewritten": rewritten.name, **_comparison_json(comparison)}, None
+
+
+def _comparison_json(comparison: Any) -> dict[str, Any]:
+    """The equivalence verdict as JSON data, whatever value ``compare_modules`` returns."""
+    if hasattr(comparison, "to_json"):
+        return dict(comparison.to_json())
+    if isinstance(comparison, bool):
+        return {"equivalent": comparison}
+    if isinstance(comparison, dict):
+        return dict(comparison)
+    import dataclasses
+
+    if dataclasses.is_dataclass(comparison):
+        data = {
+            f.name: _jsonable(getattr(comparison, f.name)) for f in dataclasses.fields(comparison)
+        }
+        return data
+    return {"equivalent": bool(comparison), "detail": str(comparison)}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+def _layout_operation(request: ModuleRequest) -> _Result:
+    """``assign``, ``score`` and ``normalize``: validate everything the engine will need, then
+    hand over to the engine."""
+    module = _parse(request.hlo, request.name)
+    _verify_structure(module)
+    target = None
+    if request.operation in NEEDS_TARGET:
+        if request.target is None:
+            raise _Fail(
+                Failure(FailureType.INVALID_OPTION, "a target is required", field="target")
+            )
+        target = load_target(request.target)
+    return _layout_engine(request.operation, module, target, request.options)
+
+
+def _layout_engine(operation: Operation, module: Any, target: Any, options: Options) -> _Result:
+    """Where layout assignment plugs in: ``assign`` returns the report of DESIGN §10 and the
+    annotated module text, ``score`` the cost report of the layouts already written,
+    ``normalize`` the rewritten module. Not part of this build yet."""
+    raise _Fail(
+        Failure(
+            FailureType.NOT_AVAILABLE,
+            f"operation '{operation.value}' is not available in this build",
+        )
+    )
+
+
+_MODULE_OPERATIONS: dict[Operation, Callable[[ModuleRequest], _Result]] = {
+    Operation.FORMAT: _format,
+    Operation.CHECK: _check,
+    Operation.ASSIGN: _layout_operation,
+    Operation.SCORE: _layout_operation,
+    Operation.NORMALIZE: _layout_operation,
+}
+
+
+# Operations this build can do; the layout engine adds assign, score and normalize.
+AVAILABLE = frozenset({Operation.FORMAT, Operation.CHECK, Operation.VERIFY})
+
+
+def default_batch_operation() -> Operation:
+    """``assign`` once the layout engine is part of the build, ``check`` until then."""
+    return Operation.ASSIGN if Operation.ASSIGN in AVAILABLE else Operation.CHECK
+
+
+def warm_up() -> None:
+    """Import the modules every operation needs, so a worker's first request is not slower."""
+    import importlib
+
+    for name in ("hlo.parser", "hlo.printer", "hlo.verifier"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # the operation that needs it reports the missing module itself
+
+
+def list_targets() -> list[dict[str, Any]] | Failure:
+    """The built-in targets as JSON data."""
+    try:
+        from hlo import target as targets
+    except ImportError:
+        return Failure(FailureType.NOT_AVAILABLE, "targets are not available in this build")
+    return [
+        {"name": entry} if isinstance(entry, str) else _jsonable(entry)
+        for entry in targets.builtin_targets()
+    ]

@@ -1,0 +1,86 @@
+"""Solves never block the server: queue limit, time limit, worker crash, health during a job.
+
+The server runs test-only operations (see test_api_ops.py) through ``create_app(runner=...)``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from typing import Iterator
+
+import httpx
+import pytest
+from test_api_ops import running_server, slow_or_crashing_run
+
+from service.api.schemas import EXAMPLE_HLO
+from service.app import create_app
+from service.settings import Settings
+
+
+def sleep_body(seconds: float) -> dict:
+    return {"hlo": str(seconds), "name": "test-sleep"}
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    settings = Settings(
+        workers=1, queue_limit=1, cache_path=None, request_timeout_s=4.0, retry_after_s=3
+    )
+    with running_server(create_app(settings, runner=slow_or_crashing_run)) as url:
+        yield url
+
+
+def test_health_answers_fast_during_a_long_job(base: str) -> None:
+    with httpx.Client(base_url=base, timeout=30) as c, concurrent.futures.ThreadPoolExecutor(
+        1
+    ) as ex:
+        job = ex.submit(c.post, "/v1/check", json=sleep_body(2.0))
+        time.sleep(0.3)  # the job is now on the only worker
+        latencies = []
+        for _ in range(10):
+            start = time.perf_counter()
+            r = c.get("/healthz")
+            latencies.append(time.perf_counter() - start)
+            assert r.status_code == 200
+        ready = c.get("/readyz").json()
+        assert ready["busy"] == 1
+        assert not job.done()  # health was answered while the solve was still running
+        assert job.result().json()["slept"] == 2.0
+    assert max(latencies) < 0.5, latencies
+
+
+def test_full_queue_is_429_with_retry_after(base: str) -> None:
+    with httpx.Client(base_url=base, timeout=30) as c, concurrent.futures.ThreadPoolExecutor(
+        2
+    ) as ex:
+        running = ex.submit(c.post, "/v1/check", json=sleep_body(1.5))
+        time.sleep(0.3)
+        waiting = ex.submit(c.post, "/v1/check", json=sleep_body(0.1))
+        time.sleep(0.3)
+        r = c.post("/v1/check", json={"hlo": EXAMPLE_HLO})
+        assert r.status_code == 429, r.text
+        assert r.headers["retry-after"] == "3" and r.json()["type"] == "queue_full"
+        assert running.result().status_code == 200 and waiting.result().status_code == 200
+        assert c.post("/v1/check", json={"hlo": EXAMPLE_HLO}).status_code == 200
+
+
+def test_killed_worker_is_a_clean_503_and_the_pool_heals(base: str) -> None:
+    with httpx.Client(base_url=base, timeout=30) as c:
+        r = c.post("/v1/check", json={"hlo": "x", "name": "test-crash"})
+        assert r.status_code == 503, r.text
+        assert r.json()["type"] == "worker_crashed" and "signal 9" in r.json()["message"]
+        assert "Traceback" not in r.text
+        after = c.post("/v1/check", json={"hlo": EXAMPLE_HLO})
+        assert after.status_code == 200 and after.json()["valid"] is True
+        metrics = c.get("/metrics").text
+        assert 'hlo_layout_worker_restarts_total{reason="crash"} 1.0' in metrics
+
+
+def test_job_past_its_wall_clock_limit_is_stopped_with_504(base: str) -> None:
+    with httpx.Client(base_url=base, timeout=30) as c:
+        start = time.monotonic()
+        r = c.post("/v1/check", json=sleep_body(30))
+        assert r.status_code == 504 and r.json()["type"] == "timeout"
+        assert time.monotonic() - start < 15
+        assert c.post("/v1/check", json={"hlo": EXAMPLE_HLO}).status_code == 200
