@@ -1,0 +1,307 @@
+"""Targets as data: what a backend can tile, what it prefers, what moving bytes costs.
+
+A target is a TOML/JSON document validated by the pydantic schema below. The
+built-ins live in ``hlo/targets/*.toml``; a user may pass a path or an inline
+dict. Every mistake is a :class:`TargetError` naming the field in pydantic's
+dotted location (``tile_rules.0.tile: ...``).
+
+Units: bandwidth in GB/s (= bytes per ns), costs as dimensionless factors on
+"one pass" (read + write of the physical bytes at the memory bandwidth).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from hlo.errors import HloError
+from hlo.shape import COMBINED, ArrayShape, Tile
+from hlo.tiling import element_storage_bits
+
+
+class TargetError(HloError):
+    """A target description is missing, unreadable or invalid."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------------------
+# Schema
+# ---------------------------------------------------------------------------
+
+
+class TileRule(_Frozen):
+    """Which tiles an array gets, by element type/width, rank and second-minor size.
+
+    The first matching rule wins. ``tile = [[8,128],[2,1]]`` is ``T(8,128)(2,1)``;
+    ``"*"`` marks a combined dim. The second-minor size is the size of the dim at
+    ``minor_to_major[1]`` (1 for rank-1 arrays).
+    """
+
+    element_bits: tuple[int, ...] = ()
+    element_types: tuple[str, ...] = ()
+    min_rank: int = Field(1, ge=0)
+    max_rank: int | None = Field(None, ge=0)
+    second_minor_min: int = Field(1, ge=0)
+    second_minor_max: int | None = Field(None, ge=0)
+    tile: tuple[tuple[int | Literal["*"], ...], ...]
+    note: str = ""
+
+    @field_validator("tile")
+    @classmethod
+    def _tile_dims(cls, value: tuple[tuple[int | str, ...], ...]) -> tuple[tuple[int | str, ...], ...]:
+        if not value:
+            raise ValueError("at least one tile is needed (leave the rule out for untiled arrays)")
+        for t in value:
+            if not t:
+                raise ValueError("a tile needs at least one dimension")
+            for d in t:
+                if d != "*" and d < 1:
+                    raise ValueError(f"tile dimension {d} must be positive or '*'")
+            if t[-1] == "*":
+                raise ValueError("a tile cannot end in '*'")
+        return value
+
+    def tiles(self) -> tuple[Tile, ...]:
+        return tuple(Tile(tuple(COMBINED if d == "*" else int(d) for d in t)) for t in self.tile)
+
+    def matches(self, element_type: str, bits: int, rank: int, second_minor: int) -> bool:
+        if self.element_types and element_type not in self.element_types:
+            return False
+        if self.element_bits and bits not in self.element_bits:
+            return False
+        if rank < self.min_rank or (self.max_rank is not None and rank > self.max_rank):
+            return False
+        if second_minor < self.second_minor_min:
+            return False
+        return self.second_minor_max is None or second_minor <= self.second_minor_max
+
+
+class TransposeCost(_Frozen):
+    """Cost factors (× one pass) of a physical relayout, by what it moves.
+
+    ``minor_moving``: the permutation changes the most-minor (or tiled) dims —
+    a real transpose. ``major_only``: only major dims (whole tiles/rows) move —
+    a strided block copy. ``uncoalesced``: what a naive emitter would pay.
+    """
+
+    minor_moving: float = Field(gt=0)
+    major_only: float = Field(gt=0)
+    uncoalesced: float = Field(gt=0)
+    note: str = ""
+
+
+class CopyCost(_Frozen):
+    """A plain copy costs ``factor`` passes plus ``fixed_ns`` (launch) each."""
+
+    factor: float = Field(gt=0)
+    fixed_ns: float = Field(0.0, ge=0)
+    padding_counts: bool = True
+    note: str = ""
+
+
+OpRuleKind = Literal[
+    "dot_batch_not_most_minor",
+    "dot_groups_contiguous",
+    "dot_contracting_most_minor",
+    "conv_layout",
+    "default_layout",
+    "row_reduction",
+    "format",
+]
+
+
+class OpRule(_Frozen):
+    """A backend preference (or, with ``hard``, a requirement) on an op's layouts.
+
+    ``kind`` names the rule; ``params`` carries its numbers, e.g.
+    ``{layout = "NHWC"}`` for ``conv_layout`` or ``{min_reduced_size = 32}`` for
+    ``row_reduction``; ``element_types``/``spatial_dims`` restrict where it applies.
+    """
+
+    op: str = Field(min_length=1)
+    kind: OpRuleKind
+    element_types: tuple[str, ...] = ()
+    spatial_dims: tuple[int, ...] = ()
+    operands: tuple[int, ...] = ()
+    hard: bool = False
+    params: dict[str, Any] = Field(default_factory=dict)
+    note: str = ""
+
+
+class FormatSpec(_Frozen):
+    """A named physical format that is not an XLA tile (Ascend ``FRACTAL_Z`` ...).
+
+    ``c0_bytes``: bytes of the innermost channel block (C0 = c0_bytes / element
+    bytes); ``n0``/``m0``: other fixed block sizes of the format.
+    """
+
+    name: str = Field(min_length=1)
+    applies_to: str = ""
+    c0_bytes: int | None = Field(None, gt=0)
+    n0: int | None = Field(None, gt=0)
+    m0: int | None = Field(None, gt=0)
+    note: str = ""
+
+
+class TransposeUnit(_Frozen):
+    """A hardware transpose instruction and its limits (Ascend ``TTRANS``).
+
+    A relayout that breaks ``alignment_bytes`` on the major axis falls back
+    to a scalar copy costing ``scalar_fallback_factor`` passes.
+    """
+
+    name: str
+    element_bytes: tuple[int, ...]
+    source_row_major: bool = True
+    alignment_bytes: int = Field(gt=0)
+    row_stride_8bit: int = Field(gt=0)
+    row_stride_other: int = Field(gt=0)
+    scalar_fallback_factor: float = Field(gt=0)
+    note: str = ""
+
+    def row_stride(self, element_bytes: int) -> int:
+        return self.row_stride_8bit if element_bytes == 1 else self.row_stride_other
+
+    def is_aligned(self, cols: int, element_bytes: int) -> bool:
+        """``Cols·sizeof(T) % alignment == 0`` for a row-major source."""
+        return element_bytes in self.element_bytes and (cols * element_bytes) % self.alignment_bytes == 0
+
+    def tmp_bytes_2d(self, h: int, w: int, element_bytes: int) -> int:
+        """Temporary buffer of ``[H,W] -> [W,H]``: ``W·⌈H/RowStride⌉·RowStride·sizeof(T)``."""
+        rs = self.row_stride(element_bytes)
+        return w * -(-h // rs) * rs * element_bytes
+
+    def tmp_bytes_nchw_to_nc1hwc0(self, h: int, w: int, c0: int, element_bytes: int) -> int:
+        """``H·W·⌈C0/RowStride⌉·RowStride·sizeof(T)``."""
+        rs = self.row_stride(element_bytes)
+        return h * w * -(-c0 // rs) * rs * element_bytes
+
+    def tmp_bytes_nc1hwc0_to_nchw(self, h: int, w: int, c0: int, element_bytes: int) -> int:
+        """``C0·⌈H·W/RowStride⌉·RowStride·sizeof(T)``."""
+        rs = self.row_stride(element_bytes)
+        return c0 * -(-(h * w) // rs) * rs * element_bytes
+
+
+class Target(_Frozen):
+    """One backend, as data. ``tiles_for`` answers "which tiles would this array get"."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    memory_bandwidth_gb_per_s: float = Field(gt=0)
+    layout_family: Literal["tiled", "row_major", "formats"]
+    tileable_minor_dims: int = Field(0, ge=0)
+    tile_rules: tuple[TileRule, ...] = ()
+    transpose: TransposeCost
+    copies: CopyCost
+    op_rules: tuple[OpRule, ...] = ()
+    formats: tuple[FormatSpec, ...] = ()
+    transpose_unit: TransposeUnit | None = None
+    calibration: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Target:
+        if self.layout_family == "tiled" and not self.tile_rules:
+            raise ValueError("a 'tiled' target needs tile_rules")
+        for i, rule in enumerate(self.tile_rules):
+            covered = len(rule.tile[0])
+            if self.tileable_minor_dims and covered > self.tileable_minor_dims:
+                raise ValueError(
+                    f"tile_rules.{i}.tile: the first tile covers {covered} dims but "
+                    f"tileable_minor_dims is {self.tileable_minor_dims}")
+        return self
+
+    def tiles_for(self, shape: ArrayShape, minor_to_major: tuple[int, ...] | None = None) -> tuple[Tile, ...]:
+        """The target's tiles for ``shape`` laid out in ``minor_to_major`` order.
+
+        TPU: ``f32[256,512]`` in ``{1,0}`` -> ``T(8,128)``; ``f32[2,512]`` ->
+        ``T(2,128)``; ``bf16[..]`` -> ``T(8,128)(2,1)``. Untiled targets -> ``()``.
+        """
+        mtm = tuple(minor_to_major) if minor_to_major is not None else shape.effective_layout().minor_to_major
+        if len(mtm) != shape.rank:
+            raise TargetError(f"minor_to_major {list(mtm)} does not fit {shape.dims_text()}")
+        second_minor = shape.dims[mtm[1]] if shape.rank >= 2 else 1
+        bits = element_storage_bits(shape)
+        for rule in self.tile_rules:
+            if rule.matches(shape.element_type, bits, shape.rank, second_minor):
+                return rule.tiles()
+        return ()
+
+    def pass_ns(self, nbytes: int) -> float:
+        """Nanoseconds to stream ``nbytes`` once at the memory bandwidth."""
+        return nbytes / self.memory_bandwidth_gb_per_s
+
+    def copy_ns(self, read_bytes: int, write_bytes: int) -> float:
+        """A plain copy: read + write at bandwidth, times the copy factor, plus launch."""
+        return self.pass_ns(read_bytes + write_bytes) * self.copies.factor + self.copies.fixed_ns
+
+    def rules_for(self, op: str) -> tuple[OpRule, ...]:
+        return tuple(r for r in self.op_rules if r.op == op)
+
+    def format(self, name: str) -> FormatSpec | None:
+        return next((f for f in self.formats if f.name == name), None)
+
+
+# ---------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------
+
+
+def builtin_target_names() -> tuple[str, ...]:
+    """Names of the targets shipped in ``hlo/targets`` (sorted)."""
+    folder = resources.files("hlo") / "targets"
+    return tuple(sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for e in error.errors():
+        where = ".".join(str(x) for x in e["loc"]) or "(target)"
+        parts.append(f"{where}: {e['msg']}")
+    return "; ".join(parts)
+
+
+def _validate(data: dict[str, Any], origin: str) -> Target:
+    try:
+        return Target.model_validate(data)
+    except ValidationError as e:
+        raise TargetError(f"invalid target {origin}: {_describe(e)}") from None
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_bytes()
+    except OSError as e:
+        raise TargetError(f"cannot read target file {path}: {e.strerror}") from None
+    try:
+        if path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            data = tomllib.loads(text.decode())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise TargetError(f"target file {path} is not valid {path.suffix[1:] or 'toml'}: {e}") from None
+    if not isinstance(data, dict):
+        raise TargetError(f"target file {path} must hold a table/object at the top level")
+    return data
+
+
+def load_target(spec: str | Path | dict[str, Any]) -> Target:
+    """A target from a built-in name (``"tpu"``), a ``.toml``/``.json`` path, or a dict."""
+    if isinstance(spec, dict):
+        return _validate(spec, "(inline)")
+    if isinstance(spec, str) and spec in builtin_target_names():
+        text = (resources.files("hlo") / "targets" / f"{spec}.toml").read_text()
+        return _validate(tomllib.loads(text), f"'{spec}'")
+    path = Path(spec)
+    if path.suffix in (".toml", ".json") or path.exists():
+        return _validate(_read_file(path), str(path))
+    raise TargetError(
+        f"unknown target '{spec}': use one of {', '.join(builtin_target_names())} or a .toml/.json file"
+    )
