@@ -1,5 +1,215 @@
-"""Dependency graphs of a module (networkx lives behind this module only)."""
+"""Dependency graphs of a module: def-use inside computations, calls between them.
+
+networkx lives behind this module only. The façade is read-only and answers in
+names, always in a deterministic order: ties are broken by text order, so the
+same module gives the same answers on every run.
+
+>>> g = module_graph(module)                       # doctest: +SKIP
+>>> g.computation("main").topological_order()      # operands before users
+>>> g.calls.post_order()                           # callees before callers
+
+An instruction-graph edge ``a -> b`` means ``b`` reads ``a`` (an operand) or
+must run after it (a control predecessor). A call-graph edge ``caller -> callee``
+carries the attribute that made it (``to_apply``, ``body``, ``condition``,
+``calls``, ``branch_computations``, ``called_computations``, ...).
+"""
 
 from __future__ import annotations
 
-import networkx as nx  # noqa: F401
+from dataclasses import dataclass
+
+import networkx as nx
+
+from hlo.errors import VerifyError
+from hlo.ir import Computation, ComputationRef, Module
+from hlo.verifier import control_predecessors
+
+__all__ = ["CallGraph", "CallSite", "ComputationGraph", "ModuleGraph", "module_graph"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """``caller``'s instruction ``instruction`` calls ``callee`` through ``attribute``."""
+
+    caller: str
+    instruction: str
+    attribute: str
+    callee: str
+
+
+class ComputationGraph:
+    """The def-use graph of one computation (read-only)."""
+
+    __slots__ = ("name", "_g", "_index", "_names")
+
+    def __init__(self, comp: Computation) -> None:
+        self.name = comp.name
+        self._names = tuple(i.name for i in comp.instructions)
+        self._index = {n: k for k, n in enumerate(self._names)}
+        g = nx.DiGraph()
+        g.add_nodes_from(self._names)
+        for instr in comp.instructions:
+            for name in instr.operands:
+                if name in self._index:
+                    _add_kind(g, name, instr.name, "data")
+            for name in control_predecessors(instr):
+                if name in self._index:
+                    _add_kind(g, name, instr.name, "control")
+        self._g = g
+
+    def _sorted(self, names) -> tuple[str, ...]:
+        return tuple(sorted(names, key=self._index.__getitem__))
+
+    def _check(self, name: str) -> None:
+        if name not in self._index:
+            raise KeyError(f"no instruction '{name}' in computation '{self.name}'")
+
+    def instructions(self) -> tuple[str, ...]:
+        """All instruction names in text order."""
+        return self._names
+
+    def operands(self, name: str) -> tuple[str, ...]:
+        """Distinct data operands of ``name``, in text order."""
+        self._check(name)
+        return self._sorted(p for p, _, k in self._g.in_edges(name, data="kinds") if "data" in k)
+
+    def control_predecessors(self, name: str) -> tuple[str, ...]:
+        self._check(name)
+        return self._sorted(p for p, _, k in self._g.in_edges(name, data="kinds")
+                            if "control" in k)
+
+    def users(self, name: str) -> tuple[str, ...]:
+        """Instructions that read ``name`` as an operand, in text order."""
+        self._check(name)
+        return self._sorted(s for _, s, k in self._g.out_edges(name, data="kinds") if "data" in k)
+
+    def control_successors(self, name: str) -> tuple[str, ...]:
+        self._check(name)
+        return self._sorted(s for _, s, k in self._g.out_edges(name, data="kinds")
+                            if "control" in k)
+
+    def topological_order(self) -> tuple[str, ...]:
+        """Every instruction after its operands and control predecessors; ties in text order.
+
+        Raises :class:`VerifyError` naming the instructions of a cycle.
+        """
+        try:
+            return tuple(nx.lexicographical_topological_sort(self._g, key=self._index.__getitem__))
+        except nx.NetworkXUnfeasible:
+            cycle = [u for u, _ in nx.find_cycle(self._g)]
+            raise VerifyError(
+                f"computation '{self.name}' has a dependency cycle: "
+                + " -> ".join(self._sorted(cycle))
+            ) from None
+
+    def reaches(self, source: str, target: str) -> bool:
+        """True when ``target`` depends (transitively) on ``source``; a node reaches itself."""
+        self._check(source)
+        self._check(target)
+        return nx.has_path(self._g, source, target)
+
+    def ancestors(self, name: str) -> tuple[str, ...]:
+        """Everything ``name`` depends on, in text order."""
+        self._check(name)
+        return self._sorted(nx.ancestors(self._g, name))
+
+    def descendants(self, name: str) -> tuple[str, ...]:
+        """Everything that depends on ``name``, in text order."""
+        self._check(name)
+        return self._sorted(nx.descendants(self._g, name))
+
+
+def _add_kind(g: nx.DiGraph, u: str, v: str, kind: str) -> None:
+    if g.has_edge(u, v):
+        g[u][v]["kinds"] = g[u][v]["kinds"] | {kind}
+    else:
+        g.add_edge(u, v, kinds=frozenset({kind}))
+
+
+class CallGraph:
+    """Which computation calls which (read-only)."""
+
+    __slots__ = ("_g", "_index", "_names", "_sites", "_entry")
+
+    def __init__(self, module: Module) -> None:
+        self._names = tuple(c.name for c in module.computations)
+        self._index = {n: k for k, n in enumerate(self._names)}
+        self._entry = module.entry.name
+        sites: list[CallSite] = []
+        g = nx.DiGraph()
+        g.add_nodes_from(self._names)
+        for comp in module.computations:
+            for instr in comp.instructions:
+                for attribute, value in instr.attributes:
+                    refs = value if isinstance(value, tuple) else (value,)
+                    for ref in refs:
+                        if isinstance(ref, ComputationRef) and ref.name in self._index:
+                            sites.append(CallSite(comp.name, instr.name, attribute, ref.name))
+                            g.add_edge(comp.name, ref.name)
+        self._sites = tuple(sites)
+        self._g = g
+
+    def _sorted(self, names) -> tuple[str, ...]:
+        return tuple(sorted(names, key=self._index.__getitem__))
+
+    def computations(self) -> tuple[str, ...]:
+        return self._names
+
+    @property
+    def entry(self) -> str:
+        return self._entry
+
+    def callees(self, name: str) -> tuple[str, ...]:
+        """Computations ``name`` calls directly, in text order."""
+        return self._sorted(self._g.successors(name))
+
+    def callers(self, name: str) -> tuple[str, ...]:
+        return self._sorted(self._g.predecessors(name))
+
+    def call_sites(self, callee: str | None = None) -> tuple[CallSite, ...]:
+        """Every call site (of ``callee`` when given), in text order of the callers."""
+        return tuple(s for s in self._sites if callee is None or s.callee == callee)
+
+    def post_order(self) -> tuple[str, ...]:
+        """All computations, callees before callers; ties in text order."""
+        try:
+            order = nx.lexicographical_topological_sort(self._g.reverse(copy=False),
+                                                        key=self._index.__getitem__)
+            return tuple(order)
+        except nx.NetworkXUnfeasible:
+            cycle = [u for u, _ in nx.find_cycle(self._g)]
+            raise VerifyError("computations call each other in a cycle: "
+                              + " -> ".join(cycle)) from None
+
+    def reachable_from(self, name: str) -> tuple[str, ...]:
+        """Computations called from ``name`` directly or indirectly (not itself), text order."""
+        return self._sorted(nx.descendants(self._g, name))
+
+    def calls_transitively(self, caller: str, callee: str) -> bool:
+        return caller != callee and nx.has_path(self._g, caller, callee)
+
+    def unreachable(self) -> tuple[str, ...]:
+        """Computations the entry never calls (dead code), in text order."""
+        live = set(nx.descendants(self._g, self._entry)) | {self._entry}
+        return tuple(n for n in self._names if n not in live)
+
+
+class ModuleGraph:
+    """The call graph plus one def-use graph per computation (built once)."""
+
+    __slots__ = ("calls", "_comps")
+
+    def __init__(self, module: Module) -> None:
+        self.calls = CallGraph(module)
+        self._comps = {c.name: ComputationGraph(c) for c in module.computations}
+
+    def computation(self, name: str) -> ComputationGraph:
+        try:
+            return self._comps[name]
+        except KeyError:
+            raise KeyError(f"no computation '{name}'") from None
+
+
+def module_graph(module: Module) -> ModuleGraph:
+    """Build the dependency graphs of ``module``."""
+    return ModuleGraph(module)
