@@ -1,0 +1,39 @@
+"""``--engine ray`` on a real local Ray instance gives the same results as the local pool."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from conftest import shared_path
+from test_batch import VOLATILE, batch, outputs, stable_records
+
+MODULES = ("attention_fwd.pre_short.hlo", "mlp_train.pre_short.hlo", "cnn_train_nhwc.pre_short.hlo")
+
+
+def test_ray_and_local_engines_produce_identical_summaries(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in MODULES:
+        shutil.copy(shared_path("corpus", name), src / name)
+    (src / "broken.hlo").write_text("HloModule m\n")  # a per-module failure on both engines
+
+    local, ray = tmp_path / "local", tmp_path / "ray"
+    a = batch(str(src), "--out", str(local), "--operation", "format", "--workers", "2")
+    b = batch(str(src), "--out", str(ray), "--operation", "format", "--engine", "ray",
+              timeout=300)
+    assert a.returncode == b.returncode == 1, a.stderr + b.stderr
+
+    summaries = [json.loads((d / "summary.json").read_text()) for d in (local, ray)]
+    assert [s["engine"] for s in summaries] == ["local", "ray"]
+    for s in summaries:
+        for key in ("engine", "created"):
+            s.pop(key)
+        for row in s["modules"]:
+            for key in VOLATILE:
+                row.pop(key)
+    assert summaries[0] == summaries[1]
+    assert (summaries[0]["ok"], summaries[0]["failed"]) == (3, 1)
+    assert stable_records(local) == stable_records(ray)
+    assert outputs(local) == outputs(ray) and len(outputs(local)) == 3

@@ -1,0 +1,62 @@
+"""The content-addressed result cache: keys, what is stored, persistence across instances."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from service.api.schemas import EXAMPLE_HLO
+from service.cache import ResultCache, cache_key
+from service.options import AssignOptions, FormatOptions
+from service.pipeline import (
+    Failure, FailureType, InlineTarget, ModuleRequest, Operation, Success, run,
+)
+
+
+def request(**changes: object) -> ModuleRequest:
+    base = ModuleRequest(Operation.FORMAT, EXAMPLE_HLO, "m.hlo", None, FormatOptions())
+    return dataclasses.replace(base, **changes)
+
+
+def test_key_depends_on_text_target_options_and_operation_only() -> None:
+    key = cache_key(request())
+    assert key == cache_key(request(name="other-name.hlo"))  # diagnostics name is not content
+    assert key != cache_key(request(hlo=EXAMPLE_HLO + "\n"))
+    assert key != cache_key(request(options=FormatOptions(short=True)))
+    assert key != cache_key(request(operation=Operation.CHECK, options=None))
+    assign = ModuleRequest(Operation.ASSIGN, EXAMPLE_HLO, target="tpu", options=AssignOptions())
+    assert cache_key(assign) != cache_key(dataclasses.replace(assign, target="gpu"))
+    assert cache_key(assign) != cache_key(
+        dataclasses.replace(assign, options=AssignOptions(time_limit_s=3))
+    )
+    # Inline targets are canonical JSON: key order does not matter.
+    a = InlineTarget.from_data({"name": "x", "tiles": [1, 2]})
+    b = InlineTarget.from_data({"tiles": [1, 2], "name": "x"})
+    assert cache_key(dataclasses.replace(assign, target=a)) == cache_key(
+        dataclasses.replace(assign, target=b)
+    )
+
+
+def test_outcomes_round_trip_and_persist(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    cache = ResultCache(path)
+    outcome = run(request())
+    assert isinstance(outcome, Success)
+    assert cache.get(cache_key(request())) is None
+    assert cache.put(cache_key(request()), outcome)
+    bad = run(request(hlo="HloModule m\n\nENTRY e {\n  ROOT x = f32[] bogus()\n}\n"))
+    assert isinstance(bad, Failure) and cache.put("bad", bad)
+    cache.close()
+    reopened = ResultCache(path)
+    assert reopened.get(cache_key(request())) == outcome
+    assert reopened.get("bad") == bad
+    assert len(reopened) == 2
+
+
+def test_transient_failures_are_not_stored(tmp_path: Path) -> None:
+    cache = ResultCache(tmp_path / "c.sqlite")
+    for kind in (FailureType.TIMEOUT, FailureType.WORKER_CRASHED, FailureType.NOT_AVAILABLE,
+                 FailureType.INTERNAL_ERROR, FailureType.QUEUE_FULL):
+        assert not cache.put(kind.value, Failure(kind, "transient"))
+        assert cache.get(kind.value) is None
+    assert len(cache) == 0
