@@ -278,20 +278,31 @@ def _failure_type_of(exc: Exception) -> FailureType:
 
 
 def load_target(spec: TargetSpec) -> Any:
-    """The target named or described by ``spec``; an invalid one fails naming ``target``."""
+    """The target named or described by ``spec``; an invalid one fails naming ``target``.
+
+    A name must be a built-in one: a request never makes the server read a file by path.
+    """
     from hlo.errors import HloError
 
     try:
-        from hlo.target import load_target as load
+        from hlo.target import builtin_target_names, load_target as load
     except ImportError as exc:
         raise _Fail(
             Failure(FailureType.NOT_AVAILABLE, "targets are not available in this build")
         ) from exc
+    if isinstance(spec, str) and spec not in builtin_target_names():
+        names = ", ".join(builtin_target_names())
+        raise _Fail(
+            Failure(
+                FailureType.INVALID_TARGET,
+                f"unknown target '{spec}': use one of {names} or an inline target object",
+                field="target",
+            )
+        )
     try:
         return load(spec.data if isinstance(spec, InlineTarget) else spec)
-    except (HloError, ValueError, KeyError, TypeError) as exc:
-        message = getattr(exc, "message", None) or str(exc)
-        raise _Fail(Failure(FailureType.INVALID_TARGET, message, field="target")) from exc
+    except HloError as exc:
+        raise _Fail(Failure(FailureType.INVALID_TARGET, exc.message, field="target")) from exc
 
 
 def _module_summary(module: Any) -> dict[str, Any]:
@@ -430,12 +441,20 @@ def warm_up() -> None:
 
 
 def list_targets() -> list[dict[str, Any]] | Failure:
-    """The built-in targets as JSON data."""
+    """The built-in targets as JSON data: name, description, layout family."""
     try:
-        from hlo import target as targets
+        from hlo.target import builtin_target_names, load_target as load
     except ImportError:
         return Failure(FailureType.NOT_AVAILABLE, "targets are not available in this build")
-    return [
-        {"name": entry} if isinstance(entry, str) else _jsonable(entry)
-        for entry in targets.builtin_targets()
-    ]
+    listed = []
+    for name in builtin_target_names():
+        target = load(name)
+        listed.append(
+            {
+                "name": target.name,
+                "description": target.description,
+                "layout_family": target.layout_family,
+                "memory_bandwidth_gb_per_s": target.memory_bandwidth_gb_per_s,
+            }
+        )
+    return listed
