@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import multiprocessing.connection
+import os
 import signal
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -196,26 +197,30 @@ class WorkerPool:
 
         conn_fd = worker.conn.fileno()
         sentinel = worker.process.sentinel
+        try:
+            # A big request fills the pipe: send from a thread so the loop never waits on it.
+            await asyncio.to_thread(worker.conn.send, request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the worker is gone; the sentinel below says so at once
+        # Some event loops (uvloop) make a watched descriptor non-blocking; the pipe must be
+        # blocking again before it is read, so it is watched only while waiting.
         loop.add_reader(conn_fd, wake, "result")
         loop.add_reader(sentinel, wake, "exit")
         try:
-            try:
-                worker.conn.send(request)
-                what = await asyncio.wait_for(done, timeout_s)
-            except (BrokenPipeError, ConnectionResetError):
-                what = "exit"
-            except TimeoutError:
-                what = "timeout"
+            what = await asyncio.wait_for(done, timeout_s)
+        except TimeoutError:
+            what = "timeout"
         finally:
             loop.remove_reader(conn_fd)
             loop.remove_reader(sentinel)
+            os.set_blocking(conn_fd, True)
 
         if what == "timeout":
             message = f"stopped after {timeout_s:g} s of wall-clock time"
             return self._discard(worker, "timeout"), Failure(FailureType.TIMEOUT, message)
         if what == "result" or worker.conn.poll():
             try:
-                return worker, worker.conn.recv()
+                return worker, await asyncio.to_thread(worker.conn.recv)
             except (EOFError, OSError):
                 pass
         worker.process.join(timeout=1)

@@ -84,3 +84,18 @@ def test_job_past_its_wall_clock_limit_is_stopped_with_504(base: str) -> None:
         assert r.status_code == 504 and r.json()["type"] == "timeout"
         assert time.monotonic() - start < 15
         assert c.post("/v1/check", json={"hlo": EXAMPLE_HLO}).status_code == 200
+
+
+def test_requests_and_results_larger_than_a_pipe_buffer(base: str) -> None:
+    # 87 kB of HLO in and out: more than a pipe holds, so sending and receiving must wait.
+    from conftest import shared_path
+
+    from hlo.parser import parse_module
+    from hlo.printer import print_module
+
+    text = shared_path("corpus", "cnn_train_nhwc.pre.hlo").read_text()
+    assert len(text) > 65536
+    with httpx.Client(base_url=base, timeout=60) as c:
+        r = c.post("/v1/format", json={"hlo": text})
+        assert r.status_code == 200, r.text
+        assert r.json()["hlo"] == print_module(parse_module(text, "cnn"))
