@@ -163,6 +163,14 @@ def tiling_plan(shape: ArrayShape) -> TilingPlan:
 
 def _forward(plan: TilingPlan, coords: list[Any]) -> Any:
     """Physical coordinates (major to minor) -> linear position; works on arrays too."""
+    linear: Any = 0
+    for c, d in zip(_forward_coords(plan, coords), plan.expanded):
+        linear = linear * d + c
+    return linear
+
+
+def _forward_coords(plan: TilingPlan, coords: list[Any]) -> list[Any]:
+    """Physical coordinates (major to minor) -> coordinates in the expanded shape."""
     for step in plan.steps:
         coords = [0] * step.prepended + coords
         full = (1,) * step.prepended + step.before
@@ -175,10 +183,7 @@ def _forward(plan: TilingPlan, coords: list[Any]) -> Any:
             outer.append(c // t)
             inner.append(c % t)
         coords = head + outer + inner
-    linear: Any = 0
-    for c, d in zip(coords, plan.expanded):
-        linear = linear * d + c
-    return linear
+    return coords
 
 
 def _backward(plan: TilingPlan, linear: int) -> tuple[int, ...] | None:
@@ -303,8 +308,21 @@ def physical_offsets(shape: ArrayShape) -> np.ndarray:
         view = [1] * rank
         view[dim] = dims[dim]
         axes.append(np.arange(dims[dim], dtype=np.int64).reshape(view))
-    linear = _forward(plan, axes)
-    return np.array(np.broadcast_to(np.asarray(linear, dtype=np.int64), dims), dtype=np.int64)
+    coords = _forward_coords(plan, axes)
+    # linear = Σ coord·stride; most coords depend on one logical axis, so sum
+    # those per axis on small arrays and broadcast only once at the end.
+    strides = [1] * len(plan.expanded)
+    for k in range(len(plan.expanded) - 2, -1, -1):
+        strides[k] = strides[k + 1] * plan.expanded[k + 1]
+    partial: dict[tuple[int, ...], np.ndarray] = {}
+    for c, stride in zip(coords, strides):
+        term = np.asarray(c, dtype=np.int64) * stride
+        key = tuple(i for i, n in enumerate(term.shape) if n != 1)
+        partial[key] = partial[key] + term if key in partial else term
+    out = np.zeros(dims, dtype=np.int64)
+    for term in partial.values():
+        out += term
+    return out
 
 
 def dense_strides(shape: ArrayShape) -> tuple[int, ...] | None:
