@@ -1,0 +1,281 @@
+"""The CP-SAT model of a labeling problem, built separately from solving it.
+
+Formulation (measured in DESIGN §7; see ``bench/iopddl.py``):
+
+* ``x[n][a]``: node ``n`` takes label ``a``; exactly one per node; forbidden
+  labels get no variable.
+* Edge costs, per distinct positive cost level ``l`` of the table, a boolean
+  ``y[l]`` that must be true when the chosen pair costs at least ``l``:
+  ``x[u][a] -> y[l] or OR{x[v][b] : M[a, b] < l}`` for the levels occurring in
+  row ``a`` (``y[l] -> y[l']`` for ``l' < l`` covers the rest); the objective
+  charges the increments between levels. Tables whose level clauses would be too large
+  fall back to one boolean per costly pair.
+* Forbidden pairs: ``x[u][a] -> OR{x[v][b] : M[a, b] allowed}``.
+* Ties: ``x[u][a] -> x[v][mapping[a]]`` and back.
+* Memory, at each binding check (:mod:`solver.memory`): the live extras fit in
+  the cap. Written directly when small; otherwise as a running total
+  ``m[j] = m[j-1] + (uses starting) - (uses ending)``, so each use appears in
+  at most two constraints instead of once per check it is live at.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from solver import memory as memory_checks
+from solver.options import SolveOptions
+from solver.problem import FORBIDDEN, Problem, Status
+
+#: Largest literal count of one edge's level clauses before falling back to pairs.
+LEVEL_LITERALS_LIMIT = 40_000
+#: Largest number of (check, use, label) terms written as direct memory sums.
+DIRECT_MEMORY_TERMS = 400_000
+
+
+@dataclass(frozen=True, slots=True)
+class RawResult:
+    """What CP-SAT said, in plain values (no CP-SAT object leaves this module)."""
+
+    status: Status
+    labels: tuple[int, ...] | None
+    objective: int | None
+    bound: int | None
+    wall_seconds: float
+
+
+class LabelModel:
+    """A built model: the CP-SAT model plus the label variables to read back."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.model = cp_model.CpModel()
+        # x[n][a]: node n takes label a; None where the label is forbidden.
+        self.x: list[list[cp_model.IntVar | None]] = []
+        self.hint_values: list[tuple[cp_model.IntVar, int]] = []
+        self.objective_terms: list[tuple[cp_model.IntVar, int]] = []
+
+
+class BuildTimeout(Exception):
+    """Building the model did not finish before the deadline."""
+
+
+def build_model(problem: Problem, hint: tuple[int, ...] | None = None,
+                deadline: float | None = None) -> LabelModel:
+    """Variables, constraints and objective for ``problem``; optional complete hint.
+
+    Raises :class:`BuildTimeout` when ``deadline`` (``time.perf_counter()``) passes.
+    """
+    built = LabelModel(problem)
+    model = built.model
+
+    # Label booleans, one-hot per node; unary costs go straight to the objective.
+    for node, costs in enumerate(problem.unary):
+        row = [model.new_bool_var("") if c < FORBIDDEN else None for c in costs.tolist()]
+        model.add_exactly_one([v for v in row if v is not None])
+        built.x.append(row)
+        for a, var in enumerate(row):
+            if var is not None and costs[a]:
+                built.objective_terms.append((var, int(costs[a])))
+
+    # Pairwise tables: level booleans (tight), or pair booleans for huge tables.
+    for k, edge in enumerate(problem.edges):
+        _add_edge(built, k, edge.u, edge.v, edge.costs, hint)
+        if deadline is not None and k % 256 == 255 and time.perf_counter() > deadline:
+            raise BuildTimeout(f"model building stopped after {k + 1} edges")
+
+    # Ties: the mapped label follows, both ways.
+    for tie in problem.ties:
+        _add_tie(built, tie.u, tie.v, tie.mapping)
+
+    # Memory at every binding check.
+    checks = memory_checks.analyze(problem)
+    if checks is not None:
+        if checks.infeasible_time is not None:
+            model.add_bool_or([])  # constant parts alone break the limit
+        else:
+            _add_memory(built, checks, hint)
+
+    model.minimize(cp_model.LinearExpr.weighted_sum(
+        [v for v, _ in built.objective_terms], [c for _, c in built.objective_terms]))
+    if hint is not None:
+        for node, row in enumerate(built.x):
+            for a, var in enumerate(row):
+                if var is not None:
+                    model.add_hint(var, int(hint[node] == a))
+        for var, value in built.hint_values:
+            model.add_hint(var, value)
+    return built
+
+
+def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
+              hint: tuple[int, ...] | None) -> None:
+    model, xu, xv = built.model, built.x[u], built.x[v]
+    finite = table < FORBIDDEN
+    for a in np.flatnonzero(~finite.all(axis=1)):
+        if xu[a] is not None:
+            allowed = [xv[b] for b in np.flatnonzero(finite[a]) if xv[b] is not None]
+            model.add_bool_or([xu[a].Not()] + allowed)
+    costly = finite & (table > 0)
+    if not costly.any():
+        return
+    levels = np.unique(table[costly])
+    # Level clauses cost, rows over u or over v: pick the smaller.
+    by_u, by_v = _level_layout(table), _level_layout(table.T)
+    if min(by_u[0], by_v[0]) > LEVEL_LITERALS_LIMIT:
+        # Pair booleans: z -> chosen pair (a, b) costs M[a, b].
+        for a, b in zip(*np.nonzero(costly)):
+            if xu[a] is None or xv[b] is None:
+                continue
+            z = model.new_bool_var("")
+            model.add_bool_or([xu[a].Not(), xv[b].Not(), z])
+            built.objective_terms.append((z, int(table[a, b])))
+            if hint is not None:
+                built.hint_values.append((z, int(hint[u] == a and hint[v] == b)))
+        return
+    _, order, starts = by_u
+    if by_v[0] < by_u[0]:
+        u, v, table, xu, xv = v, u, table.T, xv, xu
+        _, order, starts = by_v
+    # One boolean per level; y[l] -> y[previous level] keeps them ordered.
+    y: dict[int, cp_model.IntVar] = {}
+    previous_level, previous_var = 0, None
+    for level in levels.tolist():
+        var = model.new_bool_var("")
+        built.objective_terms.append((var, level - previous_level))
+        if previous_var is not None:
+            model.add_implication(var, previous_var)
+        y[level] = var
+        previous_level, previous_var = level, var
+    if hint is not None:
+        chosen = int(table[hint[u], hint[v]])
+        built.hint_values.extend((var, int(chosen >= level)) for level, var in y.items())
+    # Row a needs a clause only for the levels that occur in it: a level l between
+    # two of its values l0 < l <= l1 follows from the clause of l1 and the ordering.
+    for a in range(table.shape[0]):
+        if xu[a] is None or not len(starts[a]):
+            continue
+        row_order = order[a]
+        ranked = [xv[b] for b in row_order]
+        not_a = xu[a].Not()
+        for j in starts[a].tolist():
+            cheaper = [lit for lit in ranked[:j] if lit is not None]
+            model.add_bool_or([not_a, y[int(table[a, row_order[j]])]] + cheaper)
+
+
+def _level_layout(table: np.ndarray) -> tuple[int, np.ndarray, list[np.ndarray]]:
+    """Literal count of the level clauses with rows over the first axis, the row
+    orders (ascending cost) and, per row, the sorted positions where a new
+    positive allowed level starts."""
+    order = np.argsort(table, axis=1, kind="stable")
+    ranked = np.take_along_axis(table, order, axis=1)
+    new = np.ones(ranked.shape, bool)
+    new[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    new &= (ranked > 0) & (ranked < FORBIDDEN)
+    rows, cols = np.nonzero(new)
+    literals = int(cols.sum()) + 2 * len(cols)
+    starts = np.split(cols, np.searchsorted(rows, np.arange(1, table.shape[0])))
+    return literals, order, starts
+
+
+def _add_tie(built: LabelModel, u: int, v: int, mapping: tuple[int | None, ...] | None) -> None:
+    model, xu, xv = built.model, built.x[u], built.x[v]
+    m = list(range(len(xu))) if mapping is None else list(mapping)
+    for a, var in enumerate(xu):
+        if var is None:
+            continue
+        if m[a] is None or xv[m[a]] is None:
+            model.add(var == 0)
+        else:
+            model.add_implication(var, xv[m[a]])
+    for b, var in enumerate(xv):
+        if var is not None:
+            sources = [xu[a] for a in range(len(xu)) if m[a] == b and xu[a] is not None]
+            model.add_bool_or([var.Not()] + sources)
+
+
+def _add_memory(built: LabelModel, checks: memory_checks.MemoryChecks,
+                hint: tuple[int, ...] | None) -> None:
+    model, problem = built.model, built.problem
+    count = len(checks.times)
+    if count == 0:
+        return
+    # Per use: its extra usage as a linear expression of the label booleans.
+    terms: dict[int, cp_model.LinearExpr] = {}
+    widest: dict[int, int] = {}
+    direct_size = 0
+    for i, use in enumerate(problem.memory):
+        if checks.first[i] >= checks.last[i]:
+            continue
+        extra = checks.extras[i]
+        row = built.x[use.node]
+        pairs = [(row[a], int(e)) for a, e in enumerate(extra) if e and row[a] is not None]
+        if not pairs:
+            continue
+        terms[i] = cp_model.LinearExpr.weighted_sum([p[0] for p in pairs], [p[1] for p in pairs])
+        widest[i] = max(p[1] for p in pairs)
+        direct_size += len(pairs) * int(checks.last[i] - checks.first[i])
+    starting: list[list[int]] = [[] for _ in range(count + 1)]
+    ending: list[list[int]] = [[] for _ in range(count + 1)]
+    for i in terms:
+        starting[checks.first[i]].append(i)
+        ending[checks.last[i]].append(i)
+    if direct_size <= DIRECT_MEMORY_TERMS:
+        live: set[int] = set()
+        for j in range(count):
+            live.difference_update(ending[j])
+            live.update(starting[j])
+            if live:
+                model.add(sum(terms[i] for i in sorted(live)) <= int(checks.caps[j]))
+        return
+    # Running total: m[j] is the live extra at check j.
+    running = None
+    running_value = 0
+    live_width = 0
+    for j in range(count):
+        live_width += sum(widest[i] for i in starting[j]) - sum(widest[i] for i in ending[j])
+        m = model.new_int_var(0, max(0, min(int(checks.caps[j]), live_width)), f"m{j}")
+        change = sum(terms[i] for i in starting[j]) - sum(terms[i] for i in ending[j])
+        model.add(m == (change if running is None else running + change))
+        if hint is not None:
+            running_value += sum(int(checks.extras[i][hint[problem.memory[i].node]])
+                                 for i in starting[j])
+            running_value -= sum(int(checks.extras[i][hint[problem.memory[i].node]])
+                                 for i in ending[j])
+            built.hint_values.append((m, running_value))
+        running = m
+
+
+def solve_model(built: LabelModel, options: SolveOptions, time_limit: float) -> RawResult:
+    """Run CP-SAT on a built model within ``time_limit`` seconds."""
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.max_time_in_seconds = max(0.01, time_limit)
+    params.num_workers = options.num_workers
+    params.random_seed = options.seed
+    params.log_search_progress = options.log_search
+    if options.num_workers == 1:
+        params.linearization_level = 2
+    if options.deterministic:
+        params.interleave_search = True
+    if options.deterministic_time is not None:
+        params.max_deterministic_time = options.deterministic_time
+    status = solver.solve(built.model)
+    wall = solver.wall_time
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        mapped = Status.INFEASIBLE if status == cp_model.INFEASIBLE else Status.UNKNOWN
+        bound = None
+        if status == cp_model.UNKNOWN and np.isfinite(solver.best_objective_bound):
+            bound = int(np.ceil(solver.best_objective_bound - 1e-6))
+        return RawResult(mapped, None, None, bound, wall)
+    labels = []
+    for row in built.x:
+        chosen = [a for a, var in enumerate(row) if var is not None and solver.boolean_value(var)]
+        labels.append(chosen[0])
+    objective = int(round(solver.objective_value))
+    bound = int(np.ceil(solver.best_objective_bound - 1e-6))
+    mapped = Status.OPTIMAL if status == cp_model.OPTIMAL else Status.FEASIBLE
+    return RawResult(mapped, tuple(labels), objective, min(bound, objective), wall)

@@ -1,0 +1,370 @@
+"""Exact reductions before the model, and the record that undoes them.
+
+In order (each keeps the optimum and the feasible set, mapped back by
+:class:`~solver.workgraph.Postsolve`):
+
+1. ``merge-ties``: each tie group becomes one node whose labels are the
+   group's consistent joint assignments; parallel edges are summed.
+2. ``prune-labels``: drop forbidden labels and labels with no allowed partner
+   on some edge (arc consistency), to a fixpoint.
+3. ``reparametrize``: move each table's row/column minima into unary costs and
+   drop tables that become all-zero.
+4. ``memory``: keep only memory uses that meet a binding check
+   (:mod:`solver.memory`); the rest become constant (fixed) uses.
+5. ``dominated-labels``: drop label ``b`` when another label ``a`` is no worse
+   in unary cost, on every edge row, and in every binding memory use.
+6. ``eliminate``: fold single-label nodes into their neighbours; eliminate
+   memory-free nodes of degree 0, 1, 2 by dynamic programming (a degree-2 node
+   becomes an edge between its neighbours holding the min over its labels).
+7. ``components``: solve small memory-free components by exact enumeration.
+
+Example: a chain ``a - b - c`` without memory reduces to nothing: ``a`` is a
+leaf folded into ``b``, then ``b`` into ``c``, then ``c`` takes its best label.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver import memory as memory_checks
+from solver.options import ALL_PASSES
+from solver.problem import FORBIDDEN, FixedUse, MemoryUse, Problem, make_problem
+from solver.workgraph import Fix, Leaf, Postsolve, Series, WorkGraph, clamp_add
+
+#: Largest ``k_u * k_node * k_w`` for which a degree-2 node is eliminated.
+SERIES_LIMIT = 2_000_000
+#: Largest product of label counts of a component solved by enumeration.
+ENUMERATION_LIMIT = 200_000
+#: Largest label count for which dominated labels are searched (quadratic).
+DOMINANCE_LIMIT = 64
+
+
+class Infeasible(Exception):
+    """Raised inside the reductions when a hard rule cannot be met."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Reduction:
+    """The reduced problem (``None`` if infeasible) and the way back.
+
+    ``cost(original labels) == offset + cost(reduced labels)`` for every
+    feasible reduced assignment restored by ``postsolve``.
+    """
+
+    problem: Problem | None
+    offset: int
+    postsolve: Postsolve | None
+    infeasible: str | None = None
+    stats: tuple[tuple[str, int], ...] = ()
+
+
+def reduce_problem(problem: Problem, passes: tuple[str, ...] = ALL_PASSES) -> Reduction:
+    """Apply the reductions named in ``passes`` (ties and forbidden labels always)."""
+    unknown = set(passes) - set(ALL_PASSES)
+    if unknown:
+        raise ValueError(f"unknown reduction passes: {sorted(unknown)}")
+    stats: list[tuple[str, int]] = [("nodes", problem.num_nodes), ("edges", len(problem.edges))]
+    fixed = list(problem.fixed_memory)
+    try:
+        graph, groups = _merge_ties(problem)
+        stats.append(("after merge-ties", len(graph.alive())))
+        _prune_labels(graph, graph.alive())
+        if "reparametrize" in passes:
+            for u, v in sorted(graph.tables):
+                graph.reparametrize(u, v)
+        if "memory" in passes:
+            relevant = _memory(graph, problem.memory_limit, fixed)
+        else:
+            relevant = {use[0] for use in graph.uses if use is not None}
+            if problem.memory_limit is None:
+                relevant = set()
+        stats.append(("memory nodes", len(relevant)))
+        if "dominated-labels" in passes:
+            for node in graph.alive():
+                _drop_dominated(graph, node, relevant)
+        stats.append(("labels", sum(len(graph.unary[n]) for n in graph.alive())))
+        if "eliminate" in passes:
+            _eliminate(graph, relevant, fixed)
+            stats.append(("after eliminate", len(graph.alive())))
+        if "components" in passes:
+            _enumerate_components(graph, relevant)
+    except Infeasible as err:
+        return Reduction(None, 0, None, str(err), tuple(stats))
+    core = tuple(graph.alive())
+    index = {node: i for i, node in enumerate(core)}
+    reduced = make_problem(
+        [graph.unary[n] for n in core],
+        [(index[u], index[v], t) for (u, v), t in sorted(graph.tables.items())],
+        memory=[
+            MemoryUse(index[use[0]], use[1], use[2], use[3]) for use in graph.uses if use is not None
+        ],
+        fixed_memory=fixed,
+        memory_limit=problem.memory_limit,
+    )
+    stats += [("core nodes", reduced.num_nodes), ("core edges", len(reduced.edges))]
+    postsolve = Postsolve(problem.num_nodes, core, tuple(graph.steps), tuple(graph.orig), groups)
+    return Reduction(reduced, graph.offset, postsolve, None, tuple(stats))
+
+
+def _merge_ties(problem: Problem) -> tuple[WorkGraph, tuple]:
+    """One node per tie group; its labels are the group's joint assignments."""
+    n = problem.num_nodes
+    tie_adj: list[list[int]] = [[] for _ in range(n)]
+    for k, tie in enumerate(problem.ties):
+        tie_adj[tie.u].append(k)
+        tie_adj[tie.v].append(k)
+    rep = list(range(n))
+    columns: list[np.ndarray | None] = [None] * n
+    groups = []
+    unary: list[np.ndarray] = [np.array(u) for u in problem.unary]
+    for root in range(n):
+        if columns[root] is not None:
+            continue
+        cols = {root: np.arange(problem.label_count(root))}
+        if tie_adj[root]:
+            cols = _join_group(problem, root, tie_adj)
+            alive = np.ones(len(cols[root]), bool)
+            for member, col in cols.items():
+                alive &= problem.unary[member][col] < FORBIDDEN
+            if not alive.any():
+                names = ", ".join(problem.node_name(m) for m in sorted(cols))
+                raise Infeasible(f"ties among {names} admit no allowed labels")
+            cols = {m: c[alive] for m, c in cols.items()}
+            total = np.zeros(len(cols[root]), np.int64)
+            for member, col in cols.items():
+                total = clamp_add(total, problem.unary[member][col])
+                rep[member] = root
+            unary[root] = total
+        for member, col in cols.items():
+            columns[member] = col
+        groups.append((root, tuple(sorted(cols.items()))))
+    graph = WorkGraph([unary[r] if rep[r] == r else np.zeros(1, np.int64) for r in range(n)])
+    for node in range(n):
+        if rep[node] != node:
+            graph.unary[node] = None
+    for edge in problem.edges:
+        ru, rv = rep[edge.u], rep[edge.v]
+        cu, cv = columns[edge.u], columns[edge.v]
+        if ru == rv:
+            graph.unary[ru] = clamp_add(graph.unary[ru], edge.costs[cu, cv])
+        else:
+            graph.add_table(ru, rv, edge.costs[np.ix_(cu, cv)])
+    for use in problem.memory:
+        graph.add_use(rep[use.node], use.start, use.end, use.usage[columns[use.node]])
+    return graph, tuple(groups)
+
+
+def _join_group(problem: Problem, root: int, tie_adj: list[list[int]]) -> dict[int, np.ndarray]:
+    """Joint assignments of the tie group of ``root``: one column per member."""
+    cols: dict[int, np.ndarray] = {root: np.arange(problem.label_count(root))}
+    done: set[int] = set()
+    queue = deque([root])
+    while queue:
+        x = queue.popleft()
+        for k in tie_adj[x]:
+            if k in done:
+                continue
+            done.add(k)
+            tie = problem.ties[k]
+            m = (np.arange(problem.label_count(tie.u)) if tie.mapping is None
+                 else np.array([-1 if b is None else b for b in tie.mapping]))
+            if tie.u in cols and tie.v in cols:
+                ok = m[cols[tie.u]] == cols[tie.v]
+                cols = {key: c[ok] for key, c in cols.items()}
+            elif tie.u in cols:
+                target = m[cols[tie.u]]
+                ok = target >= 0
+                cols = {key: c[ok] for key, c in cols.items()}
+                cols[tie.v] = target[ok]
+                queue.append(tie.v)
+            else:
+                # v known, u not: each row expands to every u label mapping onto it.
+                rows, labels = np.nonzero(cols[tie.v][:, None] == m[None, :])
+                cols = {key: c[rows] for key, c in cols.items()}
+                cols[tie.u] = labels
+                queue.append(tie.u)
+    return cols
+
+
+def _prune_labels(graph: WorkGraph, nodes: list[int]) -> None:
+    """Drop forbidden labels and labels without an allowed partner, to a fixpoint."""
+    queue = deque(nodes)
+    queued = set(nodes)
+    while queue:
+        node = queue.popleft()
+        queued.discard(node)
+        if graph.unary[node] is None:
+            continue
+        keep = graph.unary[node] < FORBIDDEN
+        for other in graph.adj[node]:
+            keep &= (graph.table(node, other) < FORBIDDEN).any(axis=1)
+        if keep.all():
+            continue
+        if not keep.any():
+            raise Infeasible(f"node {node} has no label allowed by its costs and edges")
+        graph.restrict(node, keep)
+        for other in graph.adj[node]:
+            if other not in queued:
+                queued.add(other)
+                queue.append(other)
+
+
+def _memory(graph: WorkGraph, limit: int | None, fixed: list[FixedUse]) -> set[int]:
+    """Turn uses that never meet a binding check into fixed uses; return memory nodes."""
+    live = [i for i, use in enumerate(graph.uses) if use is not None]
+    if limit is None:
+        for i in live:
+            graph.uses[i] = None
+        graph.node_uses.clear()
+        return set()
+    checks = memory_checks.analyze_uses([tuple(graph.uses[i][1:]) for i in live], fixed, limit)
+    if checks.infeasible_time is not None:
+        raise Infeasible(f"memory limit {limit} is exceeded at time {checks.infeasible_time} "
+                         "whatever the labels")
+    relevant: set[int] = set()
+    for j, i in enumerate(live):
+        node, start, end, usage = graph.uses[i]
+        if checks.first[j] < checks.last[j]:
+            relevant.add(node)
+        else:
+            if start < end and usage.min() > 0:
+                fixed.append(FixedUse(start, end, int(usage.min())))
+            graph.uses[i] = None
+    graph.node_uses = {n: [i for i in uses if graph.uses[i] is not None]
+                       for n, uses in graph.node_uses.items() if n in relevant}
+    return relevant
+
+
+def _drop_dominated(graph: WorkGraph, node: int, relevant: set[int]) -> None:
+    """Drop labels another label beats (or ties) on every cost and memory term."""
+    k = len(graph.unary[node])
+    if k < 2 or k > DOMINANCE_LIMIT:
+        return
+    # One row per label: unary, every incident table row, every memory usage.
+    parts = [graph.unary[node][:, None]]
+    parts += [graph.table(node, other) for other in sorted(graph.adj[node])]
+    if node in relevant:
+        parts += [graph.uses[i][3][:, None] for i in graph.node_uses.get(node, ())]
+    rows = np.concatenate(parts, axis=1)
+    keep = np.ones(k, bool)
+    for b in np.argsort(rows[:, 0], kind="stable")[::-1]:
+        # Labels that are pointwise <= b; among equal rows keep the lowest index.
+        no_worse = (rows <= rows[b]).all(axis=1) & keep
+        no_worse[b] = False
+        equal = (rows == rows[b]).all(axis=1)
+        beaters = no_worse & (~equal | (np.arange(k) < b))
+        if beaters.any():
+            keep[b] = False
+    if not keep.all():
+        graph.restrict(node, keep)
+
+
+def _fold_single(graph: WorkGraph, node: int, fixed: list[FixedUse]) -> list[int]:
+    """A node with one label: its edges become neighbours' unary costs."""
+    neighbours = sorted(graph.adj[node])
+    for other in neighbours:
+        graph.unary[other] = clamp_add(graph.unary[other], graph.table(other, node)[:, 0])
+    cost = int(graph.unary[node][0])
+    if cost >= FORBIDDEN:
+        raise Infeasible(f"node {node} has no allowed label")
+    graph.offset += cost
+    for i in graph.node_uses.get(node, ()):
+        _, start, end, usage = graph.uses[i]
+        if start < end and usage[0] > 0:
+            fixed.append(FixedUse(start, end, int(usage[0])))
+    graph.steps.append(Fix(node, 0))
+    graph.remove_node(node)
+    return neighbours
+
+
+def _eliminate(graph: WorkGraph, relevant: set[int], fixed: list[FixedUse]) -> None:
+    """Fold single-label nodes; eliminate memory-free nodes of degree <= 2 exactly."""
+    queue = deque(graph.alive())
+    while queue:
+        node = queue.popleft()
+        unary = graph.unary[node]
+        if unary is None:
+            continue
+        if len(unary) == 1:
+            queue.extend(_fold_single(graph, node, fixed))
+            continue
+        if node in relevant:
+            continue
+        degree = len(graph.adj[node])
+        if degree == 0:
+            best = int(np.argmin(unary))
+            if unary[best] >= FORBIDDEN:
+                raise Infeasible(f"node {node} has no allowed label")
+            graph.offset += int(unary[best])
+            graph.steps.append(Fix(node, best))
+            graph.remove_node(node)
+        elif degree == 1:
+            (u,) = graph.adj[node]
+            total = clamp_add(graph.table(u, node), unary[None, :])
+            best = np.argmin(total, axis=1)
+            graph.unary[u] = clamp_add(graph.unary[u], total[np.arange(len(best)), best])
+            graph.steps.append(Leaf(node, u, best))
+            graph.remove_node(node)
+            queue.append(u)
+        elif degree == 2:
+            u, w = sorted(graph.adj[node])
+            if len(graph.unary[u]) * len(unary) * len(graph.unary[w]) > SERIES_LIMIT:
+                continue
+            total = clamp_add(
+                clamp_add(graph.table(u, node), unary[None, :])[:, :, None],
+                graph.table(node, w)[None, :, :],
+            )
+            best = np.argmin(total, axis=1)
+            through = np.take_along_axis(total, best[:, None, :], axis=1)[:, 0, :]
+            graph.steps.append(Series(node, u, w, best))
+            graph.remove_node(node)
+            graph.add_table(u, w, through)
+            graph.reparametrize(u, w)
+            queue.extend((u, w))
+
+
+def _enumerate_components(graph: WorkGraph, relevant: set[int]) -> None:
+    """Solve small memory-free components by enumerating every assignment."""
+    alive = graph.alive()
+    parent = {n: n for n in alive}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for u, v in graph.tables:
+        parent[find(u)] = find(v)
+    components: dict[int, list[int]] = {}
+    for n in alive:
+        components.setdefault(find(n), []).append(n)
+    for members in components.values():
+        if any(n in relevant for n in members):
+            continue
+        sizes = [len(graph.unary[n]) for n in members]
+        if int(np.prod(sizes, dtype=np.float64)) > ENUMERATION_LIMIT:
+            continue
+        axis = {n: i for i, n in enumerate(members)}
+        total = np.zeros(sizes, np.int64)
+        for n in members:
+            shape = [1] * len(members)
+            shape[axis[n]] = sizes[axis[n]]
+            total = clamp_add(total, graph.unary[n].reshape(shape))
+        for (u, v), table in graph.tables.items():
+            if u in axis:
+                shape = [1] * len(members)
+                shape[axis[u]], shape[axis[v]] = table.shape
+                oriented = table if axis[u] < axis[v] else table.T
+                total = clamp_add(total, oriented.reshape(shape))
+        flat = int(np.argmin(total))
+        if total.flat[flat] >= FORBIDDEN:
+            raise Infeasible(f"nodes {members} admit no allowed joint labels")
+        graph.offset += int(total.flat[flat])
+        for n, label in zip(members, np.unravel_index(flat, sizes)):
+            graph.steps.append(Fix(n, int(label)))
+        for n in members:
+            graph.remove_node(n)

@@ -1,0 +1,129 @@
+"""The solve pipeline: reduce, heuristic, CP-SAT, postsolve, verify.
+
+``solve(problem)`` never returns an unchecked answer: the full labels are
+re-evaluated with :func:`~solver.problem.evaluate` and the memory check, and
+must agree with the reduced objective; a disagreement is a bug and raises
+:class:`SolveError` instead of being returned.
+"""
+
+from __future__ import annotations
+
+import time
+
+from solver import cpsat
+from solver.heuristics import heuristic
+from solver.options import SolveOptions
+from solver.problem import FORBIDDEN, Problem, Solution, Status, evaluate, memory_feasible, peak_memory
+from solver.reductions import reduce_problem
+
+
+class SolveError(RuntimeError):
+    """An internal inconsistency: a returned assignment failed re-evaluation."""
+
+
+def _feasible_cost(problem: Problem, labels: tuple[int, ...]) -> int | None:
+    cost = evaluate(problem, labels)
+    if cost is None or not memory_feasible(problem, labels):
+        return None
+    return cost
+
+
+def trivial_bound(problem: Problem) -> int:
+    """Smallest allowed unary cost per node plus smallest allowed entry per table."""
+    total = 0
+    for costs in problem.unary:
+        total += int(costs[costs < FORBIDDEN].min(initial=FORBIDDEN))
+    for edge in problem.edges:
+        total += int(edge.costs[edge.costs < FORBIDDEN].min(initial=0))
+    return min(total, FORBIDDEN)
+
+
+def solve(problem: Problem, options: SolveOptions = SolveOptions()) -> Solution:
+    """Solve ``problem`` within ``options.time_limit`` seconds (wall clock)."""
+    began = time.perf_counter()
+    deadline = began + options.time_limit
+    timings: list[tuple[str, float]] = []
+
+    def lap(name: str, since: float) -> float:
+        now = time.perf_counter()
+        timings.append((name, round((now - since) * 1000, 3)))
+        return now
+
+    reduction = reduce_problem(problem, options.passes)
+    mark = lap("reduce", began)
+    if reduction.problem is None:
+        return Solution(Status.INFEASIBLE, timings_ms=tuple(timings),
+                        message=reduction.infeasible or "")
+    core, offset, postsolve = reduction.problem, reduction.offset, reduction.postsolve
+
+    best: tuple[int, ...] | None = None
+    best_cost: int | None = None
+    first_ms: float | None = None
+    if core.num_nodes == 0:
+        best, best_cost, first_ms = (), 0, (time.perf_counter() - began) * 1000
+    else:
+        budget = min(options.heuristic_time, max(0.0, (deadline - mark) * 0.25))
+        guess = heuristic(core, budget)
+        best_cost = _feasible_cost(core, guess.labels)
+        if best_cost is not None:
+            best = guess.labels
+            first_ms = (time.perf_counter() - began) * 1000
+        mark = lap("heuristic", mark)
+
+    status, bound, raw_status = Status.OPTIMAL, best_cost, None
+    if core.num_nodes:
+        try:
+            built = cpsat.build_model(core, best, deadline)
+        except cpsat.BuildTimeout:
+            built = None
+        mark = lap("build", mark)
+    if core.num_nodes and built is None:
+        # No time left for CP-SAT: the heuristic answer with the trivial bound.
+        if best is None:
+            return Solution(Status.UNKNOWN, timings_ms=tuple(timings),
+                            message="no feasible assignment found in time")
+        bound = trivial_bound(core)
+        status = Status.OPTIMAL if bound >= best_cost else Status.FEASIBLE
+    elif core.num_nodes:
+        raw = cpsat.solve_model(built, options, deadline - time.perf_counter())
+        mark = lap("cpsat", mark)
+        raw_status = raw.status
+        if raw.labels is not None:
+            cost = _feasible_cost(core, raw.labels)
+            # Level/pair booleans are only bounded from below, so a non-optimal
+            # model objective may over-count; the re-evaluated cost never exceeds it.
+            if cost is None or cost > raw.objective:
+                raise SolveError(f"CP-SAT answer re-evaluates to {cost}, reported {raw.objective}")
+            if best_cost is None or cost <= best_cost:
+                best, best_cost = raw.labels, cost
+                if first_ms is None:
+                    first_ms = (time.perf_counter() - began) * 1000
+        bound = max(trivial_bound(core), raw.bound if raw.bound is not None else 0)
+        if raw.status == Status.INFEASIBLE:
+            if best is not None:
+                raise SolveError("CP-SAT proved infeasible a problem with a known solution")
+            return Solution(Status.INFEASIBLE, timings_ms=tuple(timings),
+                            message="no assignment meets the hard rules and the memory limit")
+        if best is None:
+            return Solution(Status.UNKNOWN, lower_bound=None if bound is None else bound + offset,
+                            timings_ms=tuple(timings), message="no feasible assignment found in time")
+        status = Status.OPTIMAL if bound is not None and bound >= best_cost else Status.FEASIBLE
+
+    labels = postsolve.restore(best)
+    cost = evaluate(problem, labels)
+    if cost is None or cost != best_cost + offset or not memory_feasible(problem, labels):
+        raise SolveError(f"restored answer costs {cost}, expected {best_cost + offset}")
+    lap("postsolve", mark)
+    lower = None if bound is None else min(bound + offset, cost)
+    if raw_status == Status.OPTIMAL:
+        lower = cost
+    return Solution(
+        status=status,
+        labels=labels,
+        objective=cost,
+        lower_bound=lower,
+        memory_feasible=True,
+        peak_memory=peak_memory(problem, labels),
+        timings_ms=tuple(timings),
+        first_solution_ms=first_ms,
+    )

@@ -1,0 +1,160 @@
+"""The mutable graph the reductions rewrite, and the record that undoes them.
+
+The reductions need in-place edits (drop a label, fold a node into a
+neighbour) on tens of thousands of nodes, so they work on this private
+structure instead of rebuilding frozen problems. Nothing here leaves
+``solver``: the reductions hand back a frozen :class:`~solver.problem.Problem`
+and a :class:`Postsolve`.
+
+Label spaces: a tie group becomes one node whose labels are the group's
+consistent joint assignments (*rows*); ``orig[node][i]`` is the row that the
+node's current label ``i`` stands for. Eliminated nodes are restored by the
+recorded steps, replayed in reverse order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.problem import FORBIDDEN
+
+
+def clamp_add(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """``a + b`` where anything at or above FORBIDDEN stays FORBIDDEN."""
+    return np.minimum(a + b, FORBIDDEN)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Fix:
+    """Node ``node`` takes current label ``label``."""
+
+    node: int
+    label: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Leaf:
+    """Node ``node`` takes ``best[label[neighbour]]``."""
+
+    node: int
+    neighbour: int
+    best: np.ndarray
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Series:
+    """Node ``node`` takes ``best[label[u], label[w]]``."""
+
+    node: int
+    u: int
+    w: int
+    best: np.ndarray
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Postsolve:
+    """Maps labels of the reduced problem back to labels of the original one."""
+
+    num_nodes: int
+    core: tuple[int, ...]
+    steps: tuple[Fix | Leaf | Series, ...]
+    orig: tuple[np.ndarray | None, ...]
+    groups: tuple[tuple[int, tuple[tuple[int, np.ndarray], ...]], ...]
+
+    def restore(self, core_labels: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+        """Full labels from the reduced problem's labels (one per core node)."""
+        current: dict[int, int] = {node: int(x) for node, x in zip(self.core, core_labels)}
+        for step in reversed(self.steps):
+            if isinstance(step, Fix):
+                current[step.node] = step.label
+            elif isinstance(step, Leaf):
+                current[step.node] = int(step.best[current[step.neighbour]])
+            else:
+                current[step.node] = int(step.best[current[step.u], current[step.w]])
+        labels = [0] * self.num_nodes
+        for rep, members in self.groups:
+            orig = self.orig[rep]
+            row = int(orig[current[rep]]) if orig is not None else current[rep]
+            for member, column in members:
+                labels[member] = int(column[row])
+        return tuple(labels)
+
+
+class WorkGraph:
+    """Nodes with unary costs, undirected edges with tables, memory uses."""
+
+    def __init__(self, unary: list[np.ndarray]) -> None:
+        self.unary: list[np.ndarray | None] = [np.array(u, np.int64) for u in unary]
+        self.orig: list[np.ndarray | None] = [np.arange(len(u)) for u in unary]
+        self.adj: list[set[int]] = [set() for _ in unary]
+        self.tables: dict[tuple[int, int], np.ndarray] = {}
+        self.uses: list[list] = []  # [node, start, end, usage]
+        self.node_uses: dict[int, list[int]] = {}
+        self.steps: list[Fix | Leaf | Series] = []
+        self.offset = 0
+
+    def alive(self) -> list[int]:
+        return [n for n, u in enumerate(self.unary) if u is not None]
+
+    def table(self, u: int, v: int) -> np.ndarray:
+        """The table oriented ``(k_u, k_v)``."""
+        return self.tables[(u, v)] if u < v else self.tables[(v, u)].T
+
+    def add_table(self, u: int, v: int, table: np.ndarray) -> None:
+        """Add ``table`` (oriented ``(k_u, k_v)``) to edge ``u-v``, creating it if needed."""
+        key, oriented = ((u, v), table) if u < v else ((v, u), table.T)
+        old = self.tables.get(key)
+        self.tables[key] = np.array(oriented if old is None else clamp_add(old, oriented))
+        self.adj[u].add(v)
+        self.adj[v].add(u)
+
+    def remove_edge(self, u: int, v: int) -> None:
+        del self.tables[(u, v) if u < v else (v, u)]
+        self.adj[u].discard(v)
+        self.adj[v].discard(u)
+
+    def add_use(self, node: int, start: int, end: int, usage: np.ndarray) -> None:
+        self.node_uses.setdefault(node, []).append(len(self.uses))
+        self.uses.append([node, start, end, np.array(usage, np.int64)])
+
+    def restrict(self, node: int, keep: np.ndarray) -> None:
+        """Keep only the labels of ``node`` where ``keep`` is true."""
+        self.unary[node] = self.unary[node][keep]
+        self.orig[node] = self.orig[node][keep]
+        for other in self.adj[node]:
+            key = (node, other) if node < other else (other, node)
+            table = self.tables[key]
+            self.tables[key] = table[keep] if node < other else table[:, keep]
+        for i in self.node_uses.get(node, ()):
+            self.uses[i][3] = self.uses[i][3][keep]
+
+    def remove_node(self, node: int) -> None:
+        for other in list(self.adj[node]):
+            self.remove_edge(node, other)
+        self.unary[node] = None
+        for i in self.node_uses.pop(node, ()):
+            self.uses[i] = None
+
+    def reparametrize(self, u: int, v: int) -> bool:
+        """Move row and column minima of edge ``u-v`` into the unary costs.
+
+        Exact (one label per node is chosen). Returns True when the edge became
+        all-zero and was dropped.
+        """
+        table = self.table(u, v)
+        finite = table < FORBIDDEN
+        rows = np.where(finite, table, FORBIDDEN).min(axis=1)
+        rows = np.where(rows >= FORBIDDEN, 0, rows)
+        table = np.where(finite, table - rows[:, None], FORBIDDEN)
+        cols = np.where(finite, table, FORBIDDEN).min(axis=0)
+        cols = np.where(cols >= FORBIDDEN, 0, cols)
+        table = np.where(finite, table - cols[None, :], FORBIDDEN)
+        self.unary[u] = clamp_add(self.unary[u], rows)
+        self.unary[v] = clamp_add(self.unary[v], cols)
+        self.remove_edge(u, v)
+        if table.any():
+            self.add_table(u, v, table)
+            return False
+        return True

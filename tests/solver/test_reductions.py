@@ -1,0 +1,90 @@
+"""Each reduction keeps the optimum: reduced optimum + offset == brute force of the original,
+and the postsolved labels are feasible in the original with exactly that cost."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle import Raw, brute_force, cost_of, random_raw
+
+from solver.options import ALL_PASSES
+from solver.problem import FORBIDDEN, Problem, make_problem
+from solver.reductions import reduce_problem
+
+
+def build(raw: Raw) -> Problem:
+    return make_problem(raw.unary, raw.edges, ties=raw.ties, forbidden=raw.forbidden,
+                        memory=raw.memory, fixed_memory=raw.fixed, memory_limit=raw.limit)
+
+
+def as_raw(problem: Problem) -> Raw:
+    """The reduced problem back as plain lists, for the independent brute force."""
+    return Raw(
+        unary=[[int(c) for c in u] for u in problem.unary],
+        edges=[(e.u, e.v, e.costs.tolist()) for e in problem.edges],
+        ties=[(t.u, t.v, t.mapping) for t in problem.ties],
+        memory=[(m.node, m.start, m.end, m.usage.tolist()) for m in problem.memory],
+        fixed=[(f.start, f.end, f.amount) for f in problem.fixed_memory],
+        limit=problem.memory_limit,
+    )
+
+
+PASS_SETS = [()] + [(p,) for p in ALL_PASSES] + [ALL_PASSES]
+
+
+@pytest.mark.parametrize("passes", PASS_SETS, ids=lambda p: "+".join(p) or "none")
+def test_reduction_keeps_optimum(passes: tuple[str, ...]) -> None:
+    checked = infeasible = 0
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        raw = random_raw(rng, nodes=int(rng.integers(3, 9)), memory=seed % 3 != 0,
+                         ties=int(rng.integers(0, 3)))
+        want = brute_force(raw)
+        reduction = reduce_problem(build(raw), passes)
+        if reduction.problem is None:
+            assert want is None, f"seed {seed}: reported infeasible ({reduction.infeasible})"
+            infeasible += 1
+            continue
+        got = brute_force(as_raw(reduction.problem))
+        if want is None:
+            assert got is None, f"seed {seed}: reduced problem feasible, original not"
+            infeasible += 1
+            continue
+        assert got is not None, f"seed {seed}: reduced problem lost every solution"
+        assert got[0] + reduction.offset == want[0], f"seed {seed}"
+        restored = reduction.postsolve.restore(got[1])
+        assert cost_of(raw, restored) == want[0], f"seed {seed}"
+        checked += 1
+    assert checked >= 25 and infeasible >= 1  # the generator exercises both outcomes
+
+
+def test_chain_without_memory_reduces_to_nothing() -> None:
+    raw = Raw([[3, 0], [0, 4], [1, 1]], [(0, 1, [[0, 5], [5, 0]]), (1, 2, [[0, 2], [2, 0]])])
+    reduction = reduce_problem(build(raw))
+    assert reduction.problem.num_nodes == 0
+    assert reduction.offset == brute_force(raw)[0]
+    assert cost_of(raw, reduction.postsolve.restore(())) == brute_force(raw)[0]
+
+
+def test_dominated_labels_dropped_but_not_memory_cheaper_ones() -> None:
+    # Label 1 of node 0 costs more everywhere, but uses less memory: it must stay
+    # while the limit binds and go when there is no limit.
+    raw = Raw([[0, 5], [0, 0]], [(0, 1, [[0, 1], [2, 3], ])], memory=[(0, 0, 2, [9, 1]),
+              (1, 0, 2, [1, 1])], limit=5)
+    bound = reduce_problem(build(raw), ("dominated-labels",))
+    assert bound.problem.label_count(0) == 2
+    raw.limit = None
+    free = reduce_problem(build(raw), ("dominated-labels",))
+    assert free.problem.label_count(0) == 1
+
+
+def test_contradictory_ties_are_infeasible() -> None:
+    raw = Raw([[0, 0], [0, 0], [0, 0]], ties=[(0, 1), (1, 2), (2, 0, [1, 0])])
+    reduction = reduce_problem(build(raw))
+    assert reduction.problem is None and "ties among" in reduction.infeasible
+
+
+def test_forbidden_pairs_prune_labels() -> None:
+    raw = Raw([[0, 0], [0, 0]], [(0, 1, [[FORBIDDEN, FORBIDDEN], [0, 7]])])
+    reduction = reduce_problem(build(raw), ())
+    assert reduction.problem.label_count(0) == 1

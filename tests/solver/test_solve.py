@@ -1,0 +1,101 @@
+"""The full solve against a brute-force oracle; determinism; time limit; infeasibility."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from oracle import Raw, brute_force, cost_of, random_raw
+from test_reductions import build
+
+from solver.options import SolveOptions
+from solver.problem import FORBIDDEN, Status, make_problem
+from solver.solve import solve
+
+QUICK = SolveOptions(time_limit=10.0, heuristic_time=0.2)
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_solve_matches_brute_force(block: int) -> None:
+    for seed in range(block * 20, block * 20 + 20):
+        rng = np.random.default_rng(1000 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(2, 10)), memory=seed % 4 != 0,
+                         ties=int(rng.integers(0, 3)), max_labels=int(rng.integers(2, 4)))
+        want = brute_force(raw)
+        got = solve(build(raw), QUICK)
+        if want is None:
+            assert got.status == Status.INFEASIBLE, f"seed {seed}: {got}"
+            assert got.labels is None
+            continue
+        assert got.status == Status.OPTIMAL, f"seed {seed}: {got}"
+        assert got.objective == want[0], f"seed {seed}"
+        assert cost_of(raw, got.labels) == want[0], f"seed {seed}"
+        assert got.lower_bound == want[0] and got.gap == 0.0
+        assert got.memory_feasible
+
+
+def test_solve_without_reductions_matches_brute_force() -> None:
+    for seed in range(15):
+        rng = np.random.default_rng(2000 + seed)
+        raw = random_raw(rng, nodes=8)
+        want = brute_force(raw)
+        got = solve(build(raw), SolveOptions(time_limit=10.0, heuristic_time=0.2, passes=()))
+        assert (got.objective if got.labels else None) == (want[0] if want else None), seed
+
+
+def grid(side: int, labels: int, seed: int) -> Raw:
+    """A frustrated grid with a memory limit: hard enough not to be proved in a second."""
+    rng = np.random.default_rng(seed)
+    n = side * side
+    raw = Raw([rng.integers(0, 50, labels).tolist() for _ in range(n)])
+    for r in range(side):
+        for c in range(side):
+            node = r * side + c
+            for other in ([node + 1] if c + 1 < side else []) + ([node + side] if r + 1 < side else []):
+                raw.edges.append((node, other, rng.integers(0, 60, (labels, labels)).tolist()))
+            raw.memory.append((node, node // side, node // side + 3,
+                               rng.integers(1, 10, labels).tolist()))
+    raw.limit = 4 * 3 * side
+    return raw
+
+
+def test_deterministic() -> None:
+    problem = build(grid(8, 4, seed=5))
+    options = SolveOptions(time_limit=60.0, heuristic_time=5.0, deterministic_time=0.1)
+    first, second = solve(problem, options), solve(problem, options)
+    assert first.labels == second.labels and first.objective == second.objective
+
+
+def test_time_limit_respected_with_valid_bound() -> None:
+    problem = build(grid(10, 6, seed=7))
+    began = time.perf_counter()
+    result = solve(problem, SolveOptions(time_limit=2.0, heuristic_time=0.3))
+    elapsed = time.perf_counter() - began
+    assert elapsed < 5.0, elapsed  # reduce/heuristic/build run inside the limit too
+    assert result.status == Status.FEASIBLE
+    assert result.lower_bound is not None and result.lower_bound <= result.objective
+    assert 0.0 < result.gap <= 1.0
+    assert result.first_solution_ms is not None
+    assert dict(result.timings_ms)["cpsat"] > 0  # CP-SAT ran, not only the heuristic
+
+
+def test_memory_limit_too_small_is_infeasible() -> None:
+    problem = make_problem([[0, 1], [0, 1]], memory=[(0, 0, 2, [5, 6]), (1, 1, 3, [5, 7])],
+                           memory_limit=9)
+    result = solve(problem, QUICK)
+    assert result.status == Status.INFEASIBLE and result.labels is None
+    assert "memory limit" in result.message
+
+
+def test_memory_infeasible_only_jointly() -> None:
+    # The smallest usages fit together, but the only allowed pairs (equal labels) do not.
+    problem = make_problem([[0, 1], [0, 1]], [(0, 1, [[0, FORBIDDEN], [FORBIDDEN, 0]])],
+                           memory=[(0, 0, 2, [2, 8]), (1, 1, 3, [8, 2])], memory_limit=9)
+    assert solve(problem, QUICK).status == Status.INFEASIBLE
+
+
+def test_contradictory_ties_infeasible() -> None:
+    problem = make_problem([[0, 0], [0, 0]], ties=[(0, 1), (1, 0, [1, 0])])
+    result = solve(problem, QUICK)
+    assert result.status == Status.INFEASIBLE and "ties" in result.message
