@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 from solver.problem import FORBIDDEN, Problem, ProblemError, make_problem
 
@@ -23,13 +24,13 @@ def _load_json(path: Path) -> dict:
     try:
         raw = path.read_bytes()
     except OSError as err:
-        raise ProblemError(f"{path}: cannot read ({err.strerror})") from None
+        raise ProblemError(f"cannot read ({err.strerror})") from None
     try:
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
-        return json.loads(raw)
+        return orjson.loads(raw)
     except (OSError, EOFError, ValueError) as err:
-        raise ProblemError(f"{path}: not a JSON instance ({err})") from None
+        raise ProblemError(f"not a JSON instance ({err})") from None
 
 
 def read_instance(path: str | Path) -> Problem:
@@ -43,19 +44,19 @@ def read_instance(path: str | Path) -> Problem:
         edge_nodes, edge_costs = edges["nodes"], edges["costs"]
         limit = spec.get("usage_limit")
     except (KeyError, TypeError) as err:
-        raise ProblemError(f"{path}: missing field {err}") from None
+        raise ProblemError(f"missing field {err}") from None
     if not (len(costs) == len(usages) == len(intervals)):
-        raise ProblemError(f"{path}: nodes.costs, nodes.usages and nodes.intervals differ in length")
+        raise ProblemError(f"nodes.costs, nodes.usages and nodes.intervals differ in length")
     if len(edge_nodes) != len(edge_costs):
-        raise ProblemError(f"{path}: edges.nodes and edges.costs differ in length")
+        raise ProblemError(f"edges.nodes and edges.costs differ in length")
     unary = [np.minimum(np.array(c, dtype=np.int64), FORBIDDEN) for c in costs]
     tables = []
     for k, ((u, v), flat) in enumerate(zip(edge_nodes, edge_costs)):
         if not (0 <= u < len(unary) and 0 <= v < len(unary)):
-            raise ProblemError(f"{path}: edge {k} ({u}, {v}): node out of range")
+            raise ProblemError(f"edge {k} ({u}, {v}): node out of range")
         table = np.minimum(np.array(flat, dtype=np.int64), FORBIDDEN)
         if table.size != len(unary[u]) * len(unary[v]):
-            raise ProblemError(f"{path}: edge {k} ({u}, {v}): {table.size} costs for "
+            raise ProblemError(f"edge {k} ({u}, {v}): {table.size} costs for "
                                f"{len(unary[u])}x{len(unary[v])} strategies")
         tables.append((u, v, table.reshape(len(unary[u]), len(unary[v]))))
     memory = [(i, int(s), int(e), usage) for i, ((s, e), usage) in

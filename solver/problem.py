@@ -37,7 +37,7 @@ class ProblemError(ValueError):
 
 def _frozen_array(values: object, what: str, ndim: int) -> np.ndarray:
     try:
-        array = np.array(values, dtype=np.int64)
+        array = np.array(values, dtype=np.int64, copy=True)
     except (TypeError, ValueError, OverflowError) as err:
         raise ProblemError(f"{what}: costs must be integers ({err})") from None
     if array.ndim != ndim:
@@ -127,7 +127,8 @@ def make_problem(
     """
     nodes: list[np.ndarray] = []
     for i, costs in enumerate(unary):
-        array = np.array(_frozen_array(costs, f"node {i}", 1))
+        array = _frozen_array(costs, f"node {i}", 1)
+        array.flags.writeable = True  # forbidden labels are written below
         if array.size == 0:
             raise ProblemError(f"node {i}: has no candidate labels")
         if array.min() < 0 or array.max() > FORBIDDEN:

@@ -31,7 +31,7 @@ import numpy as np
 
 from solver import memory as memory_checks
 from solver.options import ALL_PASSES
-from solver.problem import FORBIDDEN, FixedUse, MemoryUse, Problem, make_problem
+from solver.problem import FORBIDDEN, Edge, FixedUse, MemoryUse, Problem
 from solver.workgraph import Fix, Leaf, Postsolve, Series, WorkGraph, clamp_add
 
 #: Largest ``k_u * k_node * k_w`` for which a degree-2 node is eliminated.
@@ -40,6 +40,8 @@ SERIES_LIMIT = 2_000_000
 ENUMERATION_LIMIT = 200_000
 #: Largest label count for which dominated labels are searched (quadratic).
 DOMINANCE_LIMIT = 64
+#: Largest ``k * k * row width`` compared when searching dominated labels.
+DOMINANCE_WORK = 4_000_000
 
 
 class Infeasible(Exception):
@@ -95,13 +97,15 @@ def reduce_problem(problem: Problem, passes: tuple[str, ...] = ALL_PASSES) -> Re
         return Reduction(None, 0, None, str(err), tuple(stats))
     core = tuple(graph.alive())
     index = {node: i for i, node in enumerate(core)}
-    reduced = make_problem(
-        [graph.unary[n] for n in core],
-        [(index[u], index[v], t) for (u, v), t in sorted(graph.tables.items())],
-        memory=[
-            MemoryUse(index[use[0]], use[1], use[2], use[3]) for use in graph.uses if use is not None
-        ],
-        fixed_memory=fixed,
+    # The parts come from a validated problem by exact rewrites: no second validation.
+    for array in [graph.unary[n] for n in core] + list(graph.tables.values()):
+        array.flags.writeable = False
+    reduced = Problem(
+        unary=tuple(graph.unary[n] for n in core),
+        edges=tuple(Edge(index[u], index[v], t) for (u, v), t in sorted(graph.tables.items())),
+        memory=tuple(MemoryUse(index[use[0]], use[1], use[2], use[3])
+                     for use in graph.uses if use is not None),
+        fixed_memory=tuple(fixed),
         memory_limit=problem.memory_limit,
     )
     stats += [("core nodes", reduced.num_nodes), ("core edges", len(reduced.edges))]
@@ -249,15 +253,17 @@ def _drop_dominated(graph: WorkGraph, node: int, relevant: set[int]) -> None:
     if node in relevant:
         parts += [graph.uses[i][3][:, None] for i in graph.node_uses.get(node, ())]
     rows = np.concatenate(parts, axis=1)
-    keep = np.ones(k, bool)
-    for b in np.argsort(rows[:, 0], kind="stable")[::-1]:
-        # Labels that are pointwise <= b; among equal rows keep the lowest index.
-        no_worse = (rows <= rows[b]).all(axis=1) & keep
-        no_worse[b] = False
-        equal = (rows == rows[b]).all(axis=1)
-        beaters = no_worse & (~equal | (np.arange(k) < b))
-        if beaters.any():
-            keep[b] = False
+    if k * k * rows.shape[1] > DOMINANCE_WORK:
+        return
+    # no_worse[a, b]: label a is pointwise <= label b. Label b goes when some a is
+    # strictly better somewhere, or equal everywhere with a smaller index; the
+    # minimal labels of that order always survive, so every dropped label has a
+    # surviving one at least as good.
+    no_worse = (rows[:, None, :] <= rows[None, :, :]).all(axis=2)
+    index = np.arange(k)
+    beats = no_worse & (~no_worse.T | (index[:, None] < index[None, :]))
+    np.fill_diagonal(beats, False)
+    keep = ~beats.any(axis=0)
     if not keep.all():
         graph.restrict(node, keep)
 

@@ -144,13 +144,19 @@ class WorkGraph:
         all-zero and was dropped.
         """
         table = self.table(u, v)
-        finite = table < FORBIDDEN
-        rows = np.where(finite, table, FORBIDDEN).min(axis=1)
-        rows = np.where(rows >= FORBIDDEN, 0, rows)
-        table = np.where(finite, table - rows[:, None], FORBIDDEN)
-        cols = np.where(finite, table, FORBIDDEN).min(axis=0)
-        cols = np.where(cols >= FORBIDDEN, 0, cols)
-        table = np.where(finite, table - cols[None, :], FORBIDDEN)
+        if table.max() < FORBIDDEN:
+            rows = table.min(axis=1)
+            table = table - rows[:, None]
+            cols = table.min(axis=0)
+            table = table - cols[None, :]
+        else:
+            finite = table < FORBIDDEN
+            rows = np.where(finite, table, FORBIDDEN).min(axis=1)
+            rows = np.where(rows >= FORBIDDEN, 0, rows)
+            table = np.where(finite, table - rows[:, None], FORBIDDEN)
+            cols = np.where(finite, table, FORBIDDEN).min(axis=0)
+            cols = np.where(cols >= FORBIDDEN, 0, cols)
+            table = np.where(finite, table - cols[None, :], FORBIDDEN)
         self.unary[u] = clamp_add(self.unary[u], rows)
         self.unary[v] = clamp_add(self.unary[v], cols)
         self.remove_edge(u, v)
