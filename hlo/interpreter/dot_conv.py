@@ -143,7 +143,7 @@ def _convolution(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     axes[labels.output_feature] = 1
     for s, d in enumerate(labels.output_spatial):
         axes[d] = 2 + s
-    return _round(np.ascontiguousarray(np.transpose(result, axes)), out_dtype)
+    return _round(np.array(np.transpose(result, axes), order="C"), out_dtype)
 
 
 @register("fft")

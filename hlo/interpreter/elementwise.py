@@ -276,26 +276,40 @@ def _shift(opcode: str):
     def handler(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
         a, b = ops
         width = bit_width(a.dtype)
-        mask = np.uint64((1 << width) - 1)
-        bits = to_bits(a).astype(np.uint64)
-        amount = to_bits(b).astype(np.uint64)
-        out_of_range = amount >= np.uint64(width)
-        safe = np.where(out_of_range, np.uint64(0), amount).astype(np.uint64)
+        if width < 8:
+            return _shift_sub_byte(opcode, a, b, width)
+        udt = bits_dtype(width)
+        ua, amount = to_bits(a), to_bits(b)
+        out_of_range = amount >= width
+        safe = np.where(out_of_range, 0, amount).astype(udt)
         if opcode == "shift-left":
-            r = np.where(out_of_range, np.uint64(0), (bits << safe) & mask)
-        elif opcode == "shift-right-logical":
-            r = np.where(out_of_range, np.uint64(0), bits >> safe)
-        else:
-            if width == 64:
-                signed = bits.view(np.int64)
-            else:
-                signed = bits.astype(np.int64)
-                signed = np.where(signed >= (1 << (width - 1)), signed - (1 << width), signed)
-            shifted = np.where(out_of_range, np.where(signed < 0, -1, 0), signed >> safe.astype(np.int64))
-            r = shifted.astype(np.int64).view(np.uint64) & mask
-        return from_bits(np.asarray(r, np.uint64), a.dtype)
+            r = np.where(out_of_range, udt.type(0), ua << safe)
+            return from_bits(r.astype(udt), a.dtype)
+        if opcode == "shift-right-logical":
+            r = np.where(out_of_range, udt.type(0), ua >> safe)
+            return from_bits(r.astype(udt), a.dtype)
+        sdt = np.dtype(f"i{width // 8}")
+        sa = ua.view(sdt)
+        r = np.where(out_of_range, np.where(sa < 0, sdt.type(-1), sdt.type(0)), sa >> safe.view(sdt))
+        return from_bits(r.astype(sdt).view(udt), a.dtype)
 
     return handler
+
+
+def _shift_sub_byte(opcode: str, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
+    mask = (1 << width) - 1
+    bits = to_bits(a).astype(np.int64)
+    amount = to_bits(b).astype(np.int64)
+    out_of_range = amount >= width
+    safe = np.where(out_of_range, 0, amount)
+    if opcode == "shift-left":
+        r = np.where(out_of_range, 0, (bits << safe) & mask)
+    elif opcode == "shift-right-logical":
+        r = np.where(out_of_range, 0, bits >> safe)
+    else:
+        signed = np.where(bits >= (1 << (width - 1)), bits - (1 << width), bits)
+        r = np.where(out_of_range, np.where(signed < 0, -1, 0), signed >> safe) & mask
+    return from_bits(r.astype(np.uint8), a.dtype)
 
 
 for _name in ("shift-left", "shift-right-logical", "shift-right-arithmetic"):
@@ -447,12 +461,14 @@ def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> n
     return np.where(np.isnan(x), x, out)
 
 
-@register("bitcast-convert")
+@register("bitcast-convert", elementwise=True)
 def _bitcast_convert(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     x = ops[0]
     to = _out_dtype(instr)
     if bit_width(x.dtype) == bit_width(to):
         return from_bits(to_bits(x), to)
+    if m.batched:
+        raise error_at(instr, "a width-changing bitcast-convert inside a scalar computation")
     from hlo.interpreter.physical import reinterpret_physical
 
     return reinterpret_physical(m, instr, x)

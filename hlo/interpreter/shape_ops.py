@@ -84,7 +84,8 @@ def _broadcast(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     view = [1] * len(out_dims)
     for k in order:
         view[dims[k]] = x.shape[order.index(k)]
-    return np.broadcast_to(x.reshape(view), out_dims).copy()
+    # A read-only view: handlers never write into their operands.
+    return np.broadcast_to(x.reshape(view), out_dims)
 
 
 @register("reshape")
@@ -96,7 +97,7 @@ def _reshape(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
 
 @register("transpose")
 def _transpose(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
-    return np.ascontiguousarray(np.transpose(ops[0], ints(instr, "dimensions")))
+    return np.array(np.transpose(ops[0], ints(instr, "dimensions")), order="C")
 
 
 @register("slice")
@@ -126,7 +127,7 @@ def pad_array(x: np.ndarray, value: np.ndarray, config: PaddingConfig) -> np.nda
         crop = [slice(None)] * out.ndim
         crop[dim] = slice(-p.low if p.low < 0 else 0, shape[dim] - (-p.high if p.high < 0 else 0))
         out = buf[tuple(crop)]
-    return np.ascontiguousarray(out)
+    return np.array(out, order="C")
 
 
 @register("pad")
@@ -155,7 +156,7 @@ def _iota(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     view[dim] = shape.dims[dim]
     values = np.arange(shape.dims[dim], dtype=np.int64).reshape(view)
     out = convert_array(values, dtype_of(shape.element_type))
-    return np.broadcast_to(out, shape.dims).copy()
+    return np.broadcast_to(out, shape.dims)
 
 
 def _start_indices(instr: Instruction, starts: list[np.ndarray], operand: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int, ...]:

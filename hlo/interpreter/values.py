@@ -85,11 +85,14 @@ def dtype_of(element_type: str) -> np.dtype:
         raise InterpretError(f"element type '{element_type}' is not supported") from None
 
 
+_NAMES: Final[dict[np.dtype, str]] = {dt: name for name, dt in DTYPES.items()}
+
+
 def element_type_of(dtype: np.dtype) -> str:
-    for name, dt in DTYPES.items():
-        if dt == dtype:
-            return name
-    raise InterpretError(f"no HLO element type for numpy dtype {dtype}")
+    try:
+        return _NAMES[np.dtype(dtype)]
+    except KeyError:
+        raise InterpretError(f"no HLO element type for numpy dtype {dtype}") from None
 
 
 def is_float(dtype: np.dtype) -> bool:
@@ -118,6 +121,11 @@ def bits_dtype(width: int) -> np.dtype:
         raise InterpretError(f"no {width}-bit unsigned view") from None
 
 
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    # np.ascontiguousarray would turn a 0-d array into a 1-d one.
+    return x if x.flags.c_contiguous else x.copy(order="C")
+
+
 def to_bits(x: np.ndarray) -> np.ndarray:
     """The raw bits of every element as unsigned ints (sub-byte types widen to u8)."""
     width = bit_width(x.dtype)
@@ -126,7 +134,7 @@ def to_bits(x: np.ndarray) -> np.ndarray:
         return (codes & np.uint8((1 << width) - 1)).astype(np.uint8)
     if x.dtype == np.bool_:
         return x.view(np.uint8)
-    return np.ascontiguousarray(x).view(bits_dtype(width))
+    return _contiguous(x).view(bits_dtype(width))
 
 
 def from_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -138,10 +146,10 @@ def from_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
             # Sign-extend the code into the byte ml_dtypes stores.
             sign = np.uint8(1 << (width - 1))
             codes = np.where(codes & sign, codes | np.uint8(0xFF ^ ((1 << width) - 1)), codes)
-        return np.ascontiguousarray(codes.astype(np.uint8)).view(dtype)
+        return _contiguous(codes.astype(np.uint8)).view(dtype)
     if dtype == np.bool_:
         return bits.astype(np.uint8) != 0
-    return np.ascontiguousarray(bits.astype(bits_dtype(width))).view(dtype)
+    return _contiguous(bits.astype(bits_dtype(width))).view(dtype)
 
 
 def zeros_for(shape: Shape) -> Value:
