@@ -71,6 +71,9 @@ class SliceRange:
     start: int
     limit: int
     stride: int = 1
+    #: Whether the text wrote the stride. XLA omits ``:1`` strides when every range of a
+    #: slice has stride 1; older printers always wrote them. Only the printer looks at it.
+    explicit_stride: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +141,29 @@ class Literal:
     shape: Shape
     values: tuple[Any, ...] | None = None
     elements: tuple[Literal, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AliasEntry:
+    """One aliasing entry: ``{1}: (0, {0}, must-alias)``.
+
+    Used by ``output_to_operand_aliasing`` (``operand`` is an operand number) and by the
+    module's ``input_output_alias`` (``operand`` is a parameter number). ``kind`` is
+    ``"must-alias"`` or ``None`` (the default, may-alias).
+    """
+
+    output_index: tuple[int, ...]
+    operand: int
+    operand_index: tuple[int, ...]
+    kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BufferDonor:
+    """One ``buffer_donor`` entry: ``(0, {1})`` = parameter 0 at tuple index {1}."""
+
+    parameter: int
+    index: tuple[int, ...]
 
 
 #: The value of an attribute: one of the classes above, a Python scalar

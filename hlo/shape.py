@@ -159,7 +159,7 @@ class Layout:
                 f"D(..) has {len(self.dim_levels)} entries for a rank-{len(mtm)} layout"
             )
         if self.physical_shape is not None and not self.is_sparse:
-            raise LayoutError("P(..) (physical shape) is only allowed on sparse layouts")
+            raise LayoutError("Layout has physical shape, but is not for a sparse array")
 
     @property
     def rank(self) -> int:
@@ -301,7 +301,12 @@ class TupleShape:
     elements: tuple[Shape, ...]
 
     def __str__(self) -> str:
-        return "(" + ", ".join(map(str, self.elements)) + ")"
+        # XLA marks every fifth element with its index so long tuples stay readable.
+        parts = [
+            (f"/*index={i}*/" if i and i % 5 == 0 else "") + str(e)
+            for i, e in enumerate(self.elements)
+        ]
+        return "(" + ", ".join(parts) + ")"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,136 @@
+"""What the parser knows about opcodes: the names, the attributes each accepts,
+and the few result shapes it infers when the text leaves them out."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from hlo.shape import ArrayShape, Shape, TupleShape
+
+ELEMENTWISE_UNARY: Final[frozenset[str]] = frozenset({
+    "abs", "cbrt", "ceil", "clz", "copy", "cosine", "erf", "exponential",
+    "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one", "logistic",
+    "negate", "not", "popcnt", "real", "round-nearest-afz", "round-nearest-even", "rsqrt",
+    "sign", "sine", "sqrt", "tan", "tanh",
+})
+ELEMENTWISE_BINARY: Final[frozenset[str]] = frozenset({
+    "add", "and", "atan2", "complex", "compare", "divide", "maximum", "minimum", "multiply",
+    "or", "power", "remainder", "shift-left", "shift-right-arithmetic", "shift-right-logical",
+    "subtract", "xor", "stochastic-convert",
+})
+
+OPCODES: Final[frozenset[str]] = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | frozenset({
+    "add-dependency", "after-all", "all-gather", "all-gather-done", "all-gather-start",
+    "all-reduce", "all-reduce-done", "all-reduce-start", "all-to-all", "async-done",
+    "async-start", "async-update", "batch-norm-grad", "batch-norm-inference",
+    "batch-norm-training", "bitcast", "bitcast-convert", "broadcast", "call", "cholesky",
+    "clamp", "collective-broadcast", "collective-permute", "collective-permute-done",
+    "collective-permute-start", "concatenate", "conditional", "constant", "convert",
+    "convolution", "copy-done", "copy-start", "custom-call", "domain", "dot",
+    "dynamic-reshape", "dynamic-slice", "dynamic-update-slice", "fft", "fusion", "gather",
+    "get-dimension-size", "get-tuple-element", "infeed", "iota", "map", "opt-barrier",
+    "outfeed", "pad", "parameter", "partition-id", "ragged-all-to-all", "ragged-dot", "recv",
+    "recv-done", "reduce", "reduce-precision", "reduce-scatter", "reduce-window",
+    "replica-id", "reshape", "reverse", "rng", "rng-bit-generator", "rng-get-and-update-state",
+    "scan", "scatter", "select", "select-and-scatter", "send", "send-done",
+    "set-dimension-size", "slice", "sort", "topk", "transpose", "triangular-solve", "tuple",
+    "while",
+})
+
+#: Opcodes that wrap another one asynchronously in XLA's sugar
+#: (``custom-call-start`` = ``async-start`` calling a ``custom-call``).
+_ASYNC_SUFFIXES: Final[tuple[str, ...]] = ("-start", "-update", "-done")
+
+
+def is_opcode(word: str) -> bool:
+    if word in OPCODES:
+        return True
+    for suffix in _ASYNC_SUFFIXES:
+        if word.endswith(suffix) and word[: -len(suffix)] in OPCODES:
+            return True
+    return False
+
+
+#: Attributes any instruction may carry.
+GENERIC_ATTRS: Final[frozenset[str]] = frozenset({
+    "sharding", "metadata", "backend_config", "frontend_attributes", "control-predecessors",
+    "statistics", "origin", "original_value", "result_accuracy", "schedule_config",
+})
+
+_CHANNEL = frozenset({"channel_id", "is_host_transfer"})
+
+#: The instruction-specific attributes of opcodes whose set is small and stable; an
+#: opcode missing here accepts any attribute (the verifier is the place for the rest).
+OPCODE_ATTRS: Final[dict[str, frozenset[str]]] = {
+    "send": _CHANNEL,
+    "recv": _CHANNEL,
+    "send-done": _CHANNEL,
+    "recv-done": _CHANNEL,
+    "parameter": frozenset({"parameter_replication"}),
+    "tuple": frozenset(),
+    "get-tuple-element": frozenset({"index"}),
+    "broadcast": frozenset({"dimensions"}),
+    "transpose": frozenset({"dimensions"}),
+    "reshape": frozenset({"inferred_dimension"}),
+    "iota": frozenset({"iota_dimension"}),
+    "concatenate": frozenset({"dimensions"}),
+    "reverse": frozenset({"dimensions"}),
+    "slice": frozenset({"slice"}),
+    "pad": frozenset({"padding"}),
+    "select": frozenset(),
+    "clamp": frozenset(),
+    "convert": frozenset(),
+    "bitcast": frozenset(),
+    "bitcast-convert": frozenset(),
+    "while": frozenset({"condition", "body"}),
+    "after-all": frozenset(),
+}
+
+
+def allowed_attrs(opcode: str) -> frozenset[str] | None:
+    """The attributes ``opcode`` accepts, or ``None`` when the parser does not restrict them."""
+    if opcode in ELEMENTWISE_UNARY or opcode in ELEMENTWISE_BINARY:
+        if opcode == "compare":
+            return GENERIC_ATTRS | {"direction", "type"}
+        return GENERIC_ATTRS
+    specific = OPCODE_ATTRS.get(opcode)
+    return None if specific is None else GENERIC_ATTRS | specific
+
+
+def infer_shape(opcode: str, operands: list[Shape], attrs: dict[str, object]) -> Shape | None:
+    """The result shape XLA would infer for the few ops the text may write without one.
+
+    Layouts are not inferred (the result has none); ``None`` means "cannot infer".
+    """
+    if opcode == "tuple":
+        return TupleShape(tuple(operands))
+    if opcode == "get-tuple-element" and len(operands) == 1 and isinstance(operands[0], TupleShape):
+        index = attrs.get("index")
+        if isinstance(index, int) and 0 <= index < len(operands[0].elements):
+            return operands[0].elements[index]
+        return None
+    arrays = [s for s in operands if isinstance(s, ArrayShape)]
+    if len(arrays) != len(operands) or not arrays:
+        return None
+    first = arrays[0]
+    if opcode in ELEMENTWISE_UNARY or opcode in ELEMENTWISE_BINARY:
+        etype = "pred" if opcode in ("compare", "is-finite") else first.element_type
+        return ArrayShape(etype, first.dims, None, first.dynamic)
+    if opcode == "select" and len(arrays) == 3:
+        return ArrayShape(arrays[1].element_type, arrays[1].dims, None, arrays[1].dynamic)
+    if opcode == "transpose" and len(arrays) == 1:
+        perm = tuple(attrs.get("dimensions", ()))  # type: ignore[arg-type]
+        if sorted(perm) != list(range(first.rank)):
+            return None
+        return ArrayShape(first.element_type, tuple(first.dims[d] for d in perm))
+    if opcode == "dot" and len(arrays) == 2:
+        lhs, rhs = arrays
+        lb = tuple(attrs.get("lhs_batch_dims", ()))  # type: ignore[arg-type]
+        lc = tuple(attrs.get("lhs_contracting_dims", ()))  # type: ignore[arg-type]
+        rb = tuple(attrs.get("rhs_batch_dims", ()))  # type: ignore[arg-type]
+        rc = tuple(attrs.get("rhs_contracting_dims", ()))  # type: ignore[arg-type]
+        dims = [lhs.dims[d] for d in lb]
+        dims += [n for d, n in enumerate(lhs.dims) if d not in lb and d not in lc]
+        dims += [n for d, n in enumerate(rhs.dims) if d not in rb and d not in rc]
+        return ArrayShape(lhs.element_type, tuple(dims))
+    return None
