@@ -195,19 +195,24 @@ class CallGraph:
 
 
 class ModuleGraph:
-    """The call graph plus one def-use graph per computation (built once)."""
+    """The call graph plus one def-use graph per computation (each built on first use)."""
 
-    __slots__ = ("calls", "_comps")
+    __slots__ = ("calls", "_module", "_comps")
 
     def __init__(self, module: Module) -> None:
         self.calls = CallGraph(module)
-        self._comps = {c.name: ComputationGraph(c) for c in module.computations}
+        self._module = module
+        self._comps: dict[str, ComputationGraph] = {}
 
     def computation(self, name: str) -> ComputationGraph:
-        try:
-            return self._comps[name]
-        except KeyError:
-            raise KeyError(f"no computation '{name}'") from None
+        graph = self._comps.get(name)
+        if graph is None:
+            try:
+                graph = ComputationGraph(self._module.computation(name))
+            except KeyError:
+                raise KeyError(f"no computation '{name}'") from None
+            self._comps[name] = graph
+        return graph
 
 
 def module_graph(module: Module) -> ModuleGraph:

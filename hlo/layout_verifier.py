@@ -77,6 +77,12 @@ same standard. Rules compare :class:`~hlo.shape.Layout` values leaf by leaf; a
     permutation that moves no bytes (:func:`hlo.bitcast.transpose_is_bitcast`);
     see :func:`bitcast_kind`.
 
+Checked against XLA itself: every corpus ``after_layout`` module (XLA's layout
+assignment) and every ``final`` module (fused, scheduled, with XLA's own
+bitcasts) passes with ``compare_tiles=True``; ``before_layout`` modules break
+``tie``/``entry-layout``/``custom-call-operand-layout`` exactly where XLA's pass
+then changed a layout or inserted a copy.
+
 Not required (XLA does not require them either): a reduce's result layout
 (``reduce`` may change layouts; DESIGN §6's "operand minus reduced dims" is
 what the solver *prefers*), layouts across ``copy``, ``transpose``,

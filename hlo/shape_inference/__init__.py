@@ -46,7 +46,7 @@ FREE_OPCODES = frozenset({
     "parameter", "custom-call", "bitcast", "async-start", "async-update", "async-done",
     "all-reduce-start", "all-reduce-done", "all-gather-start", "all-gather-done",
     "collective-permute-start", "collective-permute-done", "send", "send-done", "recv",
-    "recv-done", "infeed", "outfeed", "ragged-all-to-all", "ragged-dot", "composite",
+    "recv-done", "infeed", "outfeed", "ragged-all-to-all", "ragged-dot", "composite", "scan",
 })
 
 KNOWN_OPCODES = frozenset(_RULES) | FREE_OPCODES

@@ -46,8 +46,12 @@ def shuffled(comp: Computation, seed: int) -> Computation:
     return dataclasses.replace(comp, instructions=tuple(instrs))
 
 
-@pytest.mark.parametrize("path", [f for f in CORPUS_FILES if ".after_layout." in f or
-                                  ".final." in f], ids=lambda p: p.rsplit("/", 1)[-1])
+# Every stage of every corpus module; of the two large GPT families only the
+# after_layout stage (the others repeat the same structure at up to 63k instructions).
+GRAPH_FILES = [f for f in CORPUS_FILES if "/gpt_train_" not in f or ".after_layout." in f]
+
+
+@pytest.mark.parametrize("path", GRAPH_FILES, ids=lambda p: p.rsplit("/", 1)[-1])
 def test_topological_orders_respect_def_use(path):
     (module,) = parsed(path)
     graph = module_graph(module)
