@@ -158,8 +158,6 @@ class Layout:
             raise LayoutError(
                 f"D(..) has {len(self.dim_levels)} entries for a rank-{len(mtm)} layout"
             )
-        if self.physical_shape is not None and not self.is_sparse:
-            raise LayoutError("Layout has physical shape, but is not for a sparse array")
 
     @property
     def rank(self) -> int:
@@ -254,6 +252,9 @@ class ArrayShape:
                 f"Dimensions size is {len(self.dims)}, but minor to major size is "
                 f"{self.layout.rank}."
             )
+        if self.layout is not None and self.layout.physical_shape is not None and not self.layout.is_sparse:
+            # As XLA's shape validation: a layout may carry P(..), a valid dense shape may not.
+            raise LayoutError("Layout has physical shape, but is not for a sparse array")
 
     @property
     def rank(self) -> int:

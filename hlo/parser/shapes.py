@@ -193,7 +193,7 @@ class ShapeParsing:
         # A layout follows ']' directly; a '{' after a blank opens something else
         # (``-> f32[2] {`` starts a computation body).
         if layout_pos == close_end and self.at_punct("{"):
-            layout = self.parse_layout()
+            layout = self.parse_layout(rank=len(dims))
         if layout is not None and not dims and layout == Layout(()):
             layout = None  # a scalar's plain layout is printed as nothing: keep one spelling
         try:
@@ -203,7 +203,8 @@ class ShapeParsing:
 
     # -- layouts ------------------------------------------------------------
 
-    def parse_layout(self) -> Layout:
+    def parse_layout(self, rank: int | None = None) -> Layout:
+        """``{1,0:T(8,128)}``; with ``rank``, a minor_to_major of another length is an error."""
         lx = self.lx
         start = lx.start
         self.expect_punct("{", "to start a layout")
@@ -216,6 +217,8 @@ class ShapeParsing:
         if self.accept_punct(":"):
             self._parse_layout_properties(fields)
         self.expect_punct("}", "at the end of a layout")
+        if rank is not None and len(mtm) != rank:
+            raise self.error(f"Dimensions size is {rank}, but minor to major size is {len(mtm)}.", start)
         try:
             return Layout(tuple(mtm), **fields)  # type: ignore[arg-type]
         except LayoutError as e:
