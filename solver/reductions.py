@@ -24,6 +24,7 @@ leaf folded into ``b``, then ``b`` into ``c``, then ``c`` takes its best label.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -63,8 +64,17 @@ class Reduction:
     stats: tuple[tuple[str, int], ...] = ()
 
 
-def reduce_problem(problem: Problem, passes: tuple[str, ...] = ALL_PASSES) -> Reduction:
-    """Apply the reductions named in ``passes`` (ties and forbidden labels always)."""
+def reduce_problem(problem: Problem, passes: tuple[str, ...] = ALL_PASSES,
+                   deadline: float | None = None) -> Reduction:
+    """Apply the reductions named in ``passes`` (ties and forbidden labels always).
+
+    Past ``deadline`` (``time.perf_counter()``), the optional passes that are left
+    are skipped: the result stays exact, only less reduced.
+    """
+
+    def in_time() -> bool:
+        return deadline is None or time.perf_counter() < deadline
+
     unknown = set(passes) - set(ALL_PASSES)
     if unknown:
         raise ValueError(f"unknown reduction passes: {sorted(unknown)}")
@@ -85,13 +95,15 @@ def reduce_problem(problem: Problem, passes: tuple[str, ...] = ALL_PASSES) -> Re
                 relevant = set()
         stats.append(("memory nodes", len(relevant)))
         if "dominated-labels" in passes:
-            for node in graph.alive():
+            for i, node in enumerate(graph.alive()):
+                if i % 1024 == 0 and not in_time():
+                    break
                 _drop_dominated(graph, node, relevant)
         stats.append(("labels", sum(len(graph.unary[n]) for n in graph.alive())))
-        if "eliminate" in passes:
+        if "eliminate" in passes and in_time():
             _eliminate(graph, relevant, fixed)
             stats.append(("after eliminate", len(graph.alive())))
-        if "components" in passes:
+        if "components" in passes and in_time():
             _enumerate_components(graph, relevant)
     except Infeasible as err:
         return Reduction(None, 0, None, str(err), tuple(stats))
@@ -151,13 +163,17 @@ def _merge_ties(problem: Problem) -> tuple[WorkGraph, tuple]:
             graph.unary[node] = None
     for edge in problem.edges:
         ru, rv = rep[edge.u], rep[edge.v]
+        if not tie_adj[edge.u] and not tie_adj[edge.v]:
+            graph.add_table(ru, rv, edge.costs)  # untied ends: labels unchanged
+            continue
         cu, cv = columns[edge.u], columns[edge.v]
         if ru == rv:
             graph.unary[ru] = clamp_add(graph.unary[ru], edge.costs[cu, cv])
         else:
             graph.add_table(ru, rv, edge.costs[np.ix_(cu, cv)])
     for use in problem.memory:
-        graph.add_use(rep[use.node], use.start, use.end, use.usage[columns[use.node]])
+        usage = use.usage if not tie_adj[use.node] else use.usage[columns[use.node]]
+        graph.add_use(rep[use.node], use.start, use.end, usage)
     return graph, tuple(groups)
 
 
@@ -195,21 +211,40 @@ def _join_group(problem: Problem, root: int, tie_adj: list[list[int]]) -> dict[i
 
 def _prune_labels(graph: WorkGraph, nodes: list[int]) -> None:
     """Drop forbidden labels and labels without an allowed partner, to a fixpoint."""
-    queue = deque(nodes)
-    queued = set(nodes)
+    keep = {n: graph.unary[n] < FORBIDDEN for n in nodes}
+    # First pass edge by edge: only tables holding a forbidden entry can prune.
+    for (u, v), table in graph.tables.items():
+        if table.max() >= FORBIDDEN:
+            finite = table < FORBIDDEN
+            if u in keep:
+                keep[u] = keep[u] & finite.any(axis=1)
+            if v in keep:
+                keep[v] = keep[v] & finite.any(axis=0)
+    queue: deque[int] = deque()
+    queued: set[int] = set()
+    for node in nodes:
+        if not keep[node].all():
+            if not keep[node].any():
+                raise Infeasible(f"node {node} has no label allowed by its costs and edges")
+            graph.restrict(node, keep[node])
+            for other in graph.adj[node]:
+                if other not in queued:
+                    queued.add(other)
+                    queue.append(other)
+    # Then to a fixpoint around the nodes that lost labels.
     while queue:
         node = queue.popleft()
         queued.discard(node)
         if graph.unary[node] is None:
             continue
-        keep = graph.unary[node] < FORBIDDEN
+        keep_node = graph.unary[node] < FORBIDDEN
         for other in graph.adj[node]:
-            keep &= (graph.table(node, other) < FORBIDDEN).any(axis=1)
-        if keep.all():
+            keep_node &= (graph.table(node, other) < FORBIDDEN).any(axis=1)
+        if keep_node.all():
             continue
-        if not keep.any():
+        if not keep_node.any():
             raise Infeasible(f"node {node} has no label allowed by its costs and edges")
-        graph.restrict(node, keep)
+        graph.restrict(node, keep_node)
         for other in graph.adj[node]:
             if other not in queued:
                 queued.add(other)

@@ -49,7 +49,7 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions()) -> Solution:
         timings.append((name, round((now - since) * 1000, 3)))
         return now
 
-    reduction = reduce_problem(problem, options.passes)
+    reduction = reduce_problem(problem, options.passes, began + 0.3 * options.time_limit)
     mark = lap("reduce", began)
     if reduction.problem is None:
         return Solution(Status.INFEASIBLE, timings_ms=tuple(timings),
@@ -62,7 +62,7 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions()) -> Solution:
     if core.num_nodes == 0:
         best, best_cost, first_ms = (), 0, (time.perf_counter() - began) * 1000
     else:
-        budget = min(options.heuristic_time, max(0.0, (deadline - mark) * 0.25))
+        budget = min(options.heuristic_time, max(0.0, (deadline - mark) * 0.3))
         guess = heuristic(core, budget)
         best_cost = _feasible_cost(core, guess.labels)
         if best_cost is not None:

@@ -157,10 +157,12 @@ class WorkGraph:
             cols = np.where(finite, table, FORBIDDEN).min(axis=0)
             cols = np.where(cols >= FORBIDDEN, 0, cols)
             table = np.where(finite, table - cols[None, :], FORBIDDEN)
-        self.unary[u] = clamp_add(self.unary[u], rows)
-        self.unary[v] = clamp_add(self.unary[v], cols)
-        self.remove_edge(u, v)
+        if rows.any():
+            self.unary[u] = clamp_add(self.unary[u], rows)
+        if cols.any():
+            self.unary[v] = clamp_add(self.unary[v], cols)
         if table.any():
-            self.add_table(u, v, table)
+            self.tables[(u, v) if u < v else (v, u)] = table if u < v else table.T
             return False
+        self.remove_edge(u, v)
         return True
