@@ -266,7 +266,8 @@ class _Checker:
         first = _layout_of(outs[0]).minor_to_major
         for k, e in enumerate(outs[1:], start=1):
             if _layout_of(e).minor_to_major != first:
-                self.report(comp, instr, "variadic", _mtm(first), _mtm(_layout_of(e).minor_to_major),
+                self.report(comp, instr, "variadic", _mtm(first),
+                            _mtm(_layout_of(e).minor_to_major),
                             f"result element {k} of variadic {instr.opcode} must share the layout "
                             f"of element 0")
         if instr.opcode != "reduce":
@@ -511,7 +512,8 @@ def _only_alignment(a: Layout, b: Layout) -> bool:
                          b.dynamic_metadata_prefix_bytes), tiles=False)
 
 
-def _leaves(shape: Shape, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], ArrayShape]]:
+def _leaves(shape: Shape, path: tuple[int, ...] = ()
+            ) -> Iterator[tuple[tuple[int, ...], ArrayShape]]:
     if isinstance(shape, ArrayShape):
         yield path, shape
     elif isinstance(shape, TupleShape):

@@ -64,7 +64,7 @@ def _is_async_form(opcode: str) -> bool:
 _EXACT = {
     **{op: 1 for op in elementwise.UNARY_SAME},
     **{op: 2 for op in elementwise.BINARY_SAME},
-    "abs": 1, "real": 1, "imag": 1, "is-finite": 1, "convert": 1, "bitcast-convert": 1,
+    "copy": 1, "abs": 1, "real": 1, "imag": 1, "is-finite": 1, "convert": 1, "bitcast-convert": 1,
     "stochastic-convert": 2, "compare": 2, "complex": 2, "select": 3, "clamp": 3,
     "broadcast": 1, "reshape": 1, "transpose": 1, "slice": 1, "pad": 2, "reverse": 1,
     "iota": 0, "gather": 2, "convolution": 2, "get-tuple-element": 1, "while": 1,

@@ -50,6 +50,14 @@ def passthrough(ctx: Context) -> Shape:
     return _pack(list(ops))
 
 
+def collective_permute(ctx: Context) -> Shape:
+    """One operand: its shape. The in-place form (input, output, input offsets,
+    output offsets) produces the output buffer's shape."""
+    if len(ctx.operands) == 4:
+        return ctx.operands[1]
+    return passthrough(ctx)
+
+
 def device_id(ctx: Context) -> Shape:
     return array("u32", ())
 
@@ -58,7 +66,7 @@ RULES = {
     "all-gather": all_gather,
     "reduce-scatter": reduce_scatter,
     "all-to-all": passthrough,
-    "collective-permute": passthrough,
+    "collective-permute": collective_permute,
     "collective-broadcast": passthrough,
     "partition-id": device_id,
     "replica-id": device_id,

@@ -23,7 +23,7 @@ UNARY_SAME = frozenset({
     "ceil", "floor", "cosine", "sine", "tan", "tanh", "exponential", "exponential-minus-one",
     "log", "log-plus-one", "logistic", "negate", "not", "round-nearest-afz",
     "round-nearest-even", "rsqrt", "sqrt", "cbrt", "sign", "count-leading-zeros", "clz", "popcnt",
-    "erf", "copy", "reduce-precision",
+    "erf", "reduce-precision",
 })
 
 BINARY_SAME = frozenset({
@@ -167,8 +167,14 @@ def map_op(ctx: Context) -> Shape:
     return array(out.element_type, ops[0].dims)
 
 
+def copy(ctx: Context) -> Shape:
+    """A copy of any shape (a tuple is copied deeply) has its operand's shape."""
+    return ctx.operands[0]
+
+
 RULES = {
     **{op: unary_same for op in UNARY_SAME},
+    "copy": copy,
     **{op: binary_same for op in BINARY_SAME},
     "abs": complex_to_real,
     "real": complex_to_real,

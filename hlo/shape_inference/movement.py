@@ -67,7 +67,8 @@ def slice_op(ctx: Context) -> Shape:
     out = []
     for d, (r, size) in enumerate(zip(ranges, x.dims)):
         if r.stride < 1 or not 0 <= r.start <= r.limit <= size:
-            fail(f"slice range [{r.start}:{r.limit}:{r.stride}] is invalid for dim {d} of size {size}")
+            fail(f"slice range [{r.start}:{r.limit}:{r.stride}] is invalid for dim {d} "
+                 f"of size {size}")
         out.append(-(-(r.limit - r.start) // r.stride))
     return array(x.element_type, out)
 

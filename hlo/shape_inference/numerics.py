@@ -31,7 +31,8 @@ def fft(ctx: Context) -> Shape:
         if x.element_type not in ("f32", "f64"):
             fail(f"RFFT needs an f32 or f64 operand, got {x}")
         if tuple(x.dims[-n:]) != tuple(length):
-            fail(f"RFFT operand minor dims {list(x.dims[-n:])} must equal fft_length {list(length)}")
+            fail(f"RFFT operand minor dims {list(x.dims[-n:])} must equal fft_length "
+                 f"{list(length)}")
         out_type = "c64" if x.element_type == "f32" else "c128"
         return array(out_type, (*x.dims[:-1], length[-1] // 2 + 1))
     if kind == "IRFFT":

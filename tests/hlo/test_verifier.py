@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import glob
+import json
 import time
 
 import pytest
@@ -44,6 +45,36 @@ def test_the_data_is_there():
 def test_real_modules_are_accepted(path):
     for module in parsed(path):
         assert collect_errors(module) == []
+
+
+def xla_test_case_files() -> list[str]:
+    """The .hlo files of XLA's parser (must-parse cases) and layout pass test suites."""
+    out = []
+    for folder in ("hlo_parser_test", "layout_assignment_test", "gpu_layout_assignment_test",
+                   "layout_normalization_test", "reduction_layout_normalizer_test"):
+        base = shared_path("xla-cases", folder)
+        for case in json.loads((base / "cases.json").read_text()):
+            if case.get("file") and case.get("expect", "parse_ok") == "parse_ok":
+                out.append(str(base / case["file"]))
+    return sorted(set(out))
+
+
+#: The one XLA test input that is not a valid module: its transpose turns f64 into f32
+#: (the upstream pass test never runs the verifier on its input).
+PHYSICAL_TRANSPOSE = "layout_normalization_test/PhysicalTranspose.hlo"
+
+
+def test_xla_test_suite_modules_are_accepted():
+    files = xla_test_case_files()
+    assert len(files) > 100
+    for path in files:
+        for module in parsed(path):
+            errors = collect_errors(module)
+            if path.endswith(PHYSICAL_TRANSPOSE):
+                assert len(errors) == 1 and "instruction 't'" in errors[0].message
+                assert "f64[5,4,3]" in errors[0].message
+            else:
+                assert errors == [], path
 
 
 def test_invalid_concat_is_rejected_naming_the_instruction():
@@ -82,7 +113,8 @@ def replace_instruction(module: Module, comp_name: str, target: str, **changes) 
     return dataclasses.replace(module, computations=tuple(comps))
 
 
-def first(module: Module, opcode: str, *, rank: int | None = None) -> tuple[Computation, Instruction]:
+def first(module: Module, opcode: str, *,
+          rank: int | None = None) -> tuple[Computation, Instruction]:
     for comp in module.computations:
         for instr in comp.instructions:
             if instr.opcode == opcode and (rank is None or (
@@ -166,9 +198,11 @@ def test_missing_called_computation():
 
 
 def test_callee_arity():
-    text = SMALL.replace("  b = f32[] parameter(1)\n", "  b = f32[] parameter(1)\n  c = f32[] parameter(2)\n")
+    text = SMALL.replace("  b = f32[] parameter(1)\n",
+                         "  b = f32[] parameter(1)\n  c = f32[] parameter(2)\n")
     err = single_error(parse_module(text, "s.hlo"))
-    assert "instruction 'r'" in err.message and "must take 2 parameter(s), it takes 3" in err.message
+    assert "instruction 'r'" in err.message
+    assert "must take 2 parameter(s), it takes 3" in err.message
     assert err.location.line == 13
 
 
