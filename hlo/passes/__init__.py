@@ -1,0 +1,97 @@
+"""Named module passes (``Module -> Module``) and a runner.
+
+``PASSES`` maps kebab-case names, usable as CLI flags, to pure functions:
+
+* ``normalize-reductions`` — every ``reduce`` reads its inputs in physical
+  order (:mod:`hlo.passes.normalize_reductions`);
+* ``group-reductions`` — canonical reduces become row/column reductions by
+  merging adjacent dims of the same kind (:mod:`hlo.passes.group_reductions`);
+* ``normalize-layouts`` — every array in descending layout, bitcasts at the
+  edges (:mod:`hlo.passes.normalize_layouts`).
+
+``run_passes(module, ["normalize-layouts", "normalize-reductions"])`` applies
+them in the order given. ``passes_for_target(target)`` says which ones a
+target's rules ask for after layout assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
+
+from hlo.errors import HloError
+from hlo.ir import Module
+from hlo.passes.group_reductions import group_reductions
+from hlo.passes.normalize_layouts import normalize_layouts
+from hlo.passes.normalize_reductions import normalize_reductions
+
+Pass = Callable[[Module], Module]
+
+PASSES: Final[dict[str, Pass]] = {
+    "normalize-reductions": normalize_reductions,
+    "group-reductions": group_reductions,
+    "normalize-layouts": normalize_layouts,
+}
+
+#: What ``hlo-layout normalize`` runs when no ``--passes`` are given.
+DEFAULT_PASSES: Final[tuple[str, ...]] = ("normalize-reductions",)
+
+#: Short names accepted for the passes (the service's option values).
+ALIASES: Final[dict[str, str]] = {
+    "reductions": "normalize-reductions",
+    "grouping": "group-reductions",
+    "layouts": "normalize-layouts",
+}
+
+
+class PassError(HloError):
+    """An unknown pass name, or a pass whose output failed verification."""
+
+
+def pass_names(names: str | Iterable[str]) -> tuple[str, ...]:
+    """Canonical names from ``"a,b"`` or an iterable; unknown names raise :class:`PassError`."""
+    items = [n.strip() for n in names.split(",")] if isinstance(names, str) else [n.strip() for n in names]
+    out = []
+    for name in items:
+        if not name:
+            continue
+        name = ALIASES.get(name, name)
+        if name not in PASSES:
+            raise PassError(f"unknown pass '{name}': known passes are {', '.join(PASSES)}")
+        out.append(name)
+    return tuple(out)
+
+
+def run_passes(module: Module, names: str | Sequence[str], *, verify: bool = False) -> Module:
+    """Apply the named passes in order. With ``verify``, the structural verifier
+    and the layout verifier run after every pass (a failure raises :class:`PassError`
+    naming the pass)."""
+    for name in pass_names(names):
+        module = PASSES[name](module)
+        if verify:
+            _verify(module, name)
+    return module
+
+
+def _verify(module: Module, name: str) -> None:
+    from hlo.layout_verifier import verify_layouts
+    from hlo.verifier import collect_errors
+
+    errors = collect_errors(module)
+    if errors:
+        raise PassError(f"after pass '{name}': {errors[0]}")
+    violations = verify_layouts(module)
+    if violations:
+        raise PassError(f"after pass '{name}': {len(violations)} layout violation(s), first: {violations[0]}")
+
+
+def passes_for_target(target: Any) -> tuple[str, ...]:
+    """The normalization passes a target's rules ask for after layout assignment.
+
+    A target with a ``row_reduction`` rule on ``reduce`` (the GPU family) wants
+    canonical reductions grouped into rows and columns; others want none.
+    """
+    rules = target.rules_for("reduce") if hasattr(target, "rules_for") else ()
+    if any(getattr(r, "kind", None) == "row_reduction" for r in rules):
+        return ("normalize-reductions", "group-reductions")
+    return ()

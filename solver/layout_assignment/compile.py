@@ -1,0 +1,199 @@
+"""Layout graph + candidates -> the generic labeling problem, and back to costs.
+
+Every number in the model comes from :func:`relation_cost` or :func:`node_cost`;
+the scorer and the report call the same two functions, so the model objective
+and the explained terms cannot disagree.
+
+Padding accounting (tiled targets): a buffer pays its padding once per write
+and once per read that no relation prices; a relation that reads its producer
+(``reader``) pays the producer's padding itself. A conversion of a read value
+pays the copy, the copy's padding written and read, and the producer's padding
+read by the copy; of a forwarded value (while init, call operand, root), the
+copy, its padding written and the producer's padding read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hlo.bitcast import is_bitcast, transpose_is_bitcast
+from hlo.errors import HloError
+from hlo.shape import ArrayShape
+from solver.layout_assignment.costs import Candidate, CostModel, Term, physical_bytes
+from solver.layout_assignment.layout_graph import LayoutGraph, Relation
+from solver.layout_assignment.rules import preference
+from solver.problem import FORBIDDEN, Problem, Tie, make_problem
+
+__all__ = ["Compiled", "compile_problem", "evaluate", "relation_cost", "node_cost", "view_of"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Compiled:
+    graph: LayoutGraph
+    candidates: tuple[tuple[Candidate, ...], ...]
+    problem: Problem
+
+
+def view_of(rel: Relation, cv: Candidate) -> Candidate:
+    """The layout in which the consumer reads the producer, given the consumer's label."""
+    mtm = cv.minor_to_major
+    if rel.view == "restrict":
+        renumber = {d: i for i, d in enumerate(rel.dims)}
+        return Candidate(tuple(renumber[d] for d in mtm if d in renumber))
+    if rel.view == "drop_last":
+        r = rel.shape.rank
+        return Candidate(tuple(d for d in mtm if d != r))
+    if rel.view == "add_last":
+        return Candidate((len(mtm),) + mtm)
+    return cv
+
+
+def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
+              cu: Candidate, cv: Candidate) -> tuple[int, str]:
+    """Cost of the transpose/reshape/copy/bitcast op itself (0 when it is a bitcast)."""
+    if rel.kind == "copy":
+        return cm.conversion(src, cu.format, dst, cv.format)
+    free = False
+    if cu.format == cv.format == "":
+        try:
+            if rel.kind == "transpose":
+                free = transpose_is_bitcast(src, dst, rel.dims)
+            elif src.element_count == dst.element_count:
+                free = is_bitcast(src, dst)
+        except HloError:
+            free = False
+    if free:
+        return 0, "a bitcast: moves no bytes"
+    if rel.kind == "transpose":
+        want = Candidate(tuple(rel.dims[d] for d in cv.minor_to_major))
+        ns, why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "")
+        return ns, f"transpose moves data: {why}"
+    target = cm.target
+    nbytes = physical_bytes(src, cu.format) + physical_bytes(dst, cv.format)
+    ns = target.pass_ns(nbytes) * target.copies.factor * target.transpose.minor_moving
+    return int(np.ceil(ns + target.copies.fixed_ns)), f"{rel.kind} is not a bitcast: {nbytes} bytes"
+
+
+def relation_cost(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
+                  cv: Candidate) -> tuple[int, str, str]:
+    """``(ns, kind, reason)`` of relation ``rel`` with labels ``cu``/``cv``."""
+    if rel.kind == "same_order":
+        if cu.minor_to_major == cv.minor_to_major:
+            return 0, "", ""
+        return FORBIDDEN, "rule", "variadic reduce results share one layout"
+    v_shape = graph.nodes[rel.v].shape
+    if rel.kind == "convert":
+        src = cm.laid_out(rel.shape, cu)
+        want = view_of(rel, cv)
+        dst = cm.laid_out(rel.shape, want)
+        if src == dst and cu.format == want.format:
+            return (cm.padding_ns(src, cu.format, 1) if rel.reader else 0), "padding", "read"
+        pad_dst = cm.padding_ns(dst, want.format, 2 if rel.reader else 1)
+        if graph.nodes[rel.u].constant:
+            return pad_dst, "constant", f"constant re-laid out at compile time as {want}"
+        ns, why = cm.conversion(src, cu.format, dst, want.format)
+        return ns + pad_dst + cm.padding_ns(src, cu.format, 1), "copy", f"{cu} -> {want}: {why}"
+    if rel.kind == "reduce_out":
+        kept = [d for d in range(graph.nodes[rel.u].shape.rank) if d not in rel.dims]
+        renumber = {d: i for i, d in enumerate(kept)}
+        natural = Candidate(tuple(renumber[d] for d in cu.minor_to_major if d in renumber))
+        if natural.minor_to_major == cv.minor_to_major:
+            return 0, "", ""
+        out = cm.laid_out(rel.shape, cv)
+        ns, why = cm.conversion(cm.laid_out(rel.shape, natural), "", out, cv.format)
+        return ns, "reduce", f"reduce writes {cv}, not its natural {natural}: {why}"
+    src = cm.laid_out(rel.shape, cu)
+    dst = cm.laid_out(v_shape, cv)
+    ns, why = _movement(cm, rel, src, dst, cu, cv)
+    return ns + cm.padding_ns(src, cu.format, 1), rel.kind, why
+
+
+def node_cost(cm: CostModel, graph: LayoutGraph, prefs_of: dict[int, list], node_id: int,
+              c: Candidate) -> list[tuple[int, str, str, bool]]:
+    """``[(ns, kind, reason, hard)]`` of giving node ``node_id`` the label ``c``."""
+    node = graph.nodes[node_id]
+    out: list[tuple[int, str, str, bool]] = []
+    if node.kind == "buffer":
+        pad = cm.padding_ns(cm.laid_out(node.shape, c), c.format, node.writes + node.free_reads)
+        if pad:
+            out.append((pad, "padding", f"tile padding x{node.writes + node.free_reads}", False))
+    for pref in prefs_of.get(node_id, ()):
+        p = preference(cm, pref.instruction, pref.role, pref.index, node.shape, c)
+        if p is not None:
+            out.append((p.ns, "backend", p.reason, p.hard))
+    return out
+
+
+def prefs_by_node(graph: LayoutGraph) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for pref in graph.prefs:
+        out.setdefault(pref.node, []).append(pref)
+    return out
+
+
+def compile_problem(graph: LayoutGraph, candidates: list[list[Candidate]],
+                    cm: CostModel) -> Compiled:
+    """The labeling problem: unary = padding + preferences, edges = relations."""
+    prefs_of = prefs_by_node(graph)
+    unary: list[np.ndarray] = []
+    for node in graph.nodes:
+        costs = []
+        for c in candidates[node.id]:
+            total = 0
+            for ns, _, _, hard in node_cost(cm, graph, prefs_of, node.id, c):
+                total = FORBIDDEN if hard else min(FORBIDDEN, total + ns)
+            costs.append(total)
+        unary.append(np.array(costs, np.int64))
+    edges: list[tuple[int, int, np.ndarray]] = []
+    ties: list[Tie] = []
+    memo: dict[tuple, int] = {}
+    for rel in graph.relations:
+        cu_list, cv_list = candidates[rel.u], candidates[rel.v]
+        if rel.kind == "same_order":
+            index = {c.minor_to_major: j for j, c in enumerate(cv_list)}
+            ties.append(Tie(rel.u, rel.v, tuple(index.get(c.minor_to_major) for c in cu_list)))
+            continue
+        key_base = (rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
+                    rel.reader, graph.nodes[rel.u].constant)
+        table = np.zeros((len(cu_list), len(cv_list)), np.int64)
+        for i, cu in enumerate(cu_list):
+            for j, cv in enumerate(cv_list):
+                key = (key_base, cu, cv)
+                cost = memo.get(key)
+                if cost is None:
+                    cost = memo[key] = relation_cost(cm, graph, rel, cu, cv)[0]
+                table[i, j] = cost
+        if rel.u == rel.v:
+            unary[rel.u] = np.minimum(unary[rel.u] + np.diag(table), FORBIDDEN)
+        elif table.any():
+            edges.append((rel.u, rel.v, table))
+    problem = make_problem(unary, edges, ties=ties, names=[n.name for n in graph.nodes])
+    return Compiled(graph, tuple(tuple(c) for c in candidates), problem)
+
+
+def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
+             ) -> tuple[int, list[Term], list[str]]:
+    """Total cost, every nonzero term, and the hard rules broken, for one labeling."""
+    prefs_of = prefs_by_node(graph)
+    terms: list[Term] = []
+    broken: list[str] = []
+    for node in graph.nodes:
+        for ns, kind, reason, hard in node_cost(cm, graph, prefs_of, node.id, chosen[node.id]):
+            if hard:
+                broken.append(f"{node.name}: {reason}")
+            if ns:
+                nbytes = physical_bytes(cm.laid_out(node.shape, chosen[node.id]),
+                                        chosen[node.id].format)
+                terms.append(Term(kind, "", node.name, nbytes, ns, reason))
+    for rel in graph.relations:
+        ns, kind, reason = relation_cost(cm, graph, rel, chosen[rel.u], chosen[rel.v])
+        if ns >= FORBIDDEN:
+            broken.append(f"{rel.instruction}: {reason}")
+            continue
+        if ns:
+            nbytes = physical_bytes(cm.laid_out(rel.shape, chosen[rel.u]), chosen[rel.u].format)
+            where = rel.instruction or "ROOT"
+            terms.append(Term(kind, rel.computation, where, nbytes, ns, reason))
+    return sum(t.ns for t in terms), terms, broken

@@ -1,0 +1,167 @@
+"""The cost model (DESIGN §5): estimated nanoseconds on the target, as integers.
+
+One unit everywhere: bytes / (GB/s) = ns. A *candidate* is a dim order
+(``minor_to_major``) plus an optional named format that XLA tiles cannot
+express (Ascend ``FRACTAL_Z``); its tiles come from the target's tile rules.
+
+Terms, each computed by one function below and used both to build the model
+and to score a laid-out module (so the two cannot drift apart):
+
+* :meth:`CostModel.conversion` — a physical relayout (inserted ``copy``, non-bitcast
+  transpose/reshape): physical bytes read + written / bandwidth × the copy
+  factor × a movement factor (``minor_moving`` when the most-minor or tiled
+  dims change, ``major_only`` when only major dims move, 1 for a relayout that
+  moves nothing physically; Ascend: the TTRANS scalar fallback when the source
+  row is not 32-byte aligned) + the per-copy fixed cost.
+* :func:`padding` — tile padding bytes, charged per write and per read.
+* backend preferences live in :mod:`.rules` and are priced with
+  :meth:`CostModel.conversion` (the transpose the backend would do internally).
+
+Example (cpu, 3.2 GB/s): ``f32[1024,1024]{1,0} -> {0,1}`` moves 8 MiB through a
+minor-moving transpose (factor 8): 8388608 / 3.2 × 8 = 20971520 ns.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from hlo.shape import ArrayShape, Layout, Tile, default_layout, element_bits
+from hlo.split_layout import fractal_z
+from hlo.target import Target
+from hlo.tiling import logical_size_bytes, physical_size_bytes
+
+__all__ = ["Candidate", "CostModel", "Term", "padding", "physical_bytes", "FRACTAL_Z", "NC1HWC0"]
+
+FRACTAL_Z = "FRACTAL_Z"
+NC1HWC0 = "NC1HWC0"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Candidate:
+    """A dim order plus an optional non-XLA format name (``""`` for plain layouts)."""
+
+    minor_to_major: tuple[int, ...]
+    format: str = ""
+
+    def __str__(self) -> str:
+        text = "{" + ",".join(map(str, self.minor_to_major)) + "}"
+        return f"{text}:{self.format}" if self.format else text
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One explainable cost: what, where, how many bytes, how many ns, why."""
+
+    kind: str
+    computation: str
+    instruction: str
+    bytes: int
+    ns: int
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "computation": self.computation,
+                "instruction": self.instruction, "bytes": self.bytes, "ns": self.ns,
+                "reason": self.reason}
+
+
+def default_candidate(rank: int) -> Candidate:
+    return Candidate(default_layout(rank).minor_to_major)
+
+
+class CostModel:
+    """The cost functions of one target, memoized (pure: a cache, not state).
+
+    Targets are pydantic values holding dicts, so they cannot key an
+    ``lru_cache``; each model keeps its own tables instead.
+    """
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self._shapes: dict[tuple, ArrayShape] = {}
+        self._conversions: dict[tuple, tuple[int, str]] = {}
+
+    def laid_out(self, shape: ArrayShape, cand: Candidate) -> ArrayShape:
+        """``shape`` with ``cand``'s order and the target's tiles (``E(n)`` kept)."""
+        esize = shape.layout.element_size_bits if shape.layout is not None else 0
+        key = (shape.element_type, shape.dims, esize, cand)
+        hit = self._shapes.get(key)
+        if hit is None:
+            hit = self._shapes[key] = self._make(shape.element_type, shape.dims, esize, cand)
+        return hit
+
+    def _make(self, etype: str, dims: tuple[int, ...], esize: int, cand: Candidate) -> ArrayShape:
+        plain = ArrayShape(etype, dims, Layout(cand.minor_to_major, element_size_bits=esize))
+        if cand.format == NC1HWC0:
+            tiles: tuple[Tile, ...] = (Tile((max(1, 256 // element_bits(etype)), 1, 1)),)
+        elif cand.format == FRACTAL_Z:
+            tiles = ()
+        else:
+            tiles = self.target.tiles_for(plain, cand.minor_to_major) if dims else ()
+        if not tiles:
+            return plain
+        return plain.with_layout(Layout(cand.minor_to_major, tiles=tiles, element_size_bits=esize))
+
+    def padding_ns(self, shape: ArrayShape, fmt: str, accesses: int) -> int:
+        """Tile padding charged ``accesses`` times (writes + reads)."""
+        if not self.target.copies.padding_counts or accesses <= 0:
+            return 0
+        waste = padding(shape, fmt)
+        # Rounded per access, so a sum of accesses is the same however it is split.
+        return math.ceil(self.target.pass_ns(waste)) * accesses if waste else 0
+
+    def conversion(self, src: ArrayShape, src_fmt: str, dst: ArrayShape,
+                   dst_fmt: str) -> tuple[int, str]:
+        """``(ns, reason)`` of materializing ``src`` (laid out) as ``dst`` (same dims)."""
+        key = (src, src_fmt, dst, dst_fmt)
+        hit = self._conversions.get(key)
+        if hit is None:
+            hit = self._conversions[key] = _conversion(self.target, src, src_fmt, dst, dst_fmt)
+        return hit
+
+
+@lru_cache(maxsize=None)
+def physical_bytes(shape: ArrayShape, fmt: str = "") -> int:
+    """Bytes in memory, tile padding included (FRACTAL_Z through its split layout)."""
+    if fmt == FRACTAL_Z and shape.rank == 4:
+        split = fractal_z(shape.dims, shape.element_type)  # type: ignore[arg-type]
+        return -(-split.element_count * element_bits(shape.element_type) // 8)
+    return physical_size_bytes(shape)
+
+
+def padding(shape: ArrayShape, fmt: str = "") -> int:
+    """Bytes beyond the logical ones (what a tiled layout wastes per write/read)."""
+    return physical_bytes(shape, fmt) - logical_size_bytes(shape)
+
+
+def _nontrivial(shape: ArrayShape) -> tuple[int, ...]:
+    layout = shape.effective_layout()
+    return tuple(d for d in layout.minor_to_major if shape.dims[d] != 1)
+
+
+def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
+                dst_fmt: str) -> tuple[int, str]:
+    nbytes = physical_bytes(src, src_fmt) + physical_bytes(dst, dst_fmt)
+    a, b = _nontrivial(src), _nontrivial(dst)
+    tiles_a, tiles_b = src.effective_layout().tiles, dst.effective_layout().tiles
+    if a == b and tiles_a == tiles_b and src_fmt == dst_fmt:
+        factor, why = 1.0, "moves no element (layouts differ only in size-1 dims)"
+    else:
+        covered = max(1, len(tiles_a[0].dims) if tiles_a else 1,
+                      len(tiles_b[0].dims) if tiles_b else 1)
+        minor_same = set(a[:covered]) == set(b[:covered]) and a[:1] == b[:1]
+        if minor_same and tiles_a == tiles_b and src_fmt == dst_fmt:
+            factor, why = target.transpose.major_only, "permutes major dims only"
+        else:
+            factor, why = target.transpose.minor_moving, "moves the minor/tiled dims"
+        unit = target.transpose_unit
+        if unit is not None and a:
+            ebytes = max(1, element_bits(src.element_type) // 8)
+            if not unit.is_aligned(src.dims[a[0]], ebytes):
+                factor = unit.scalar_fallback_factor
+                why = (f"{unit.name} needs {unit.alignment_bytes}-byte aligned rows; "
+                       "falls back to a scalar copy")
+    ns = target.pass_ns(nbytes) * target.copies.factor * factor + target.copies.fixed_ns
+    return math.ceil(ns), f"{nbytes} bytes, x{factor:g}: {why}"

@@ -1,0 +1,469 @@
+"""HLO -> layout graph: nodes that pick a layout, relations that price pairs.
+
+Nodes (one label each):
+
+* ``buffer``: one :class:`hlo.buffers.Buffer` of rank >= 1 (scalars have one layout);
+* ``view``: the layout an instruction *reads* an operand in, where that may
+  differ from the producer's buffer (dot/convolution/reduce operands, custom-call
+  operand constraints). A view that differs from its producer is a copy;
+* ``output``: an entry result leaf as ``entry_computation_layout`` fixes it.
+
+Relations (DESIGN §6), each between two nodes:
+
+* ``convert``: the consumer reads producer ``u`` in the layout ``view(v)``;
+  equal: free, else a copy (one per use in the model; the rewrite shares one
+  copy per value and layout). ``view`` is ``same`` (tied ops, the view node
+  itself), ``restrict`` (broadcast), ``drop_last``/``add_last``
+  (bitcast-convert between widths). ``reader`` says whether the consumer reads
+  the bytes (an elementwise op) or only passes them on (while init, call
+  operands, roots);
+* ``transpose``/``reshape``/``copy``/``bitcast``: the op itself moves bytes
+  unless the two layouts make it a bitcast;
+* ``reduce_out``: a reduce writes ``operand minus reduced dims`` naturally;
+* ``same_order``: variadic reduce results share one order (hard).
+
+The same graph serves assignment (free nodes get candidates) and scoring
+(``actual=True``: every node is fixed to the layout written in the module).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hlo.buffers import BufferAnalysis, Position, analyze_buffers, value_leaves
+from hlo.errors import LayoutError
+from hlo.ir import Instruction, Module, ProgramShape
+from hlo.layout_verifier import TIED_OPCODES
+from hlo.shape import ArrayShape, Shape, TupleShape
+from solver.layout_assignment.costs import NC1HWC0, Candidate
+from solver.layout_assignment.rules import rule_op
+
+__all__ = ["LayoutGraph", "Node", "Relation", "build_graph", "fully_laid_out"]
+
+#: Ops whose operands carry no layout constraint and whose result is free.
+_FREE = frozenset({"gather", "iota", "rng", "rng-bit-generator", "constant", "parameter",
+                   "partition-id", "replica-id", "after-all", "get-dimension-size",
+                   "rng-get-and-update-state", "dot", "convolution", "reduce", "tuple",
+                   "get-tuple-element", "opt-barrier", "domain", "add-dependency", "while",
+                   "call", "fusion", "conditional", "transpose", "reshape", "copy", "bitcast",
+                   "broadcast", "custom-call", "bitcast-convert"})
+
+_VARIADIC_TIED = frozenset({"sort", "reduce-window", "scatter", "all-reduce", "all-to-all",
+                            "collective-permute", "all-gather", "reduce-scatter",
+                            "select-and-scatter"})
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    id: int
+    kind: str
+    name: str
+    shape: ArrayShape
+    pinned: Candidate | None
+    hints: tuple[Candidate, ...]
+    buffer: int | None = None
+    writes: int = 0
+    free_reads: int = 0
+    constant: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    kind: str
+    u: int
+    v: int
+    computation: str
+    instruction: str
+    operand: int
+    path: tuple[int, ...]
+    value: str
+    shape: ArrayShape
+    view: str = "same"
+    dims: tuple[int, ...] = ()
+    reader: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Pref:
+    """Node ``node`` is read (``role='operand'``) or written by ``instruction``."""
+
+    node: int
+    computation: str
+    instruction: Instruction
+    role: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LayoutGraph:
+    nodes: tuple[Node, ...]
+    relations: tuple[Relation, ...]
+    prefs: tuple[Pref, ...]
+    buffers: BufferAnalysis
+    position_node: dict[Position, int] = field(compare=False)
+    views: dict[tuple[str, str, int, tuple[int, ...]], int] = field(compare=False)
+    outputs: tuple[tuple[tuple[int, ...], int], ...] = ()
+
+
+def fully_laid_out(module: Module) -> bool:
+    return all(leaf.layout is not None or leaf.rank == 0
+               for comp in module.computations for instr in comp.instructions
+               for _, leaf in value_leaves(instr.shape))
+
+
+def _cand(shape: ArrayShape) -> Candidate | None:
+    """The written layout as a candidate (a ``T(C0,1,1)`` tile on rank 4 is NC1HWC0)."""
+    layout = shape.layout
+    if layout is None:
+        return None
+    tiles = layout.tiles
+    if shape.rank == 4 and len(tiles) == 1 and len(tiles[0].dims) == 3 \
+            and tiles[0].dims[1:] == (1, 1) and tiles[0].dims[0] > 1:
+        return Candidate(layout.minor_to_major, NC1HWC0)
+    return Candidate(layout.minor_to_major)
+
+
+def _format_of(instr: Instruction) -> str:
+    text = getattr(instr.attr("frontend_attributes"), "text", "")
+    marker = 'layout_format="'
+    if marker in text:
+        return text.split(marker, 1)[1].split('"', 1)[0]
+    return ""
+
+
+def _ref(value: object) -> str | None:
+    if isinstance(value, tuple) and len(value) == 1:
+        value = value[0]
+    return getattr(value, "name", None)
+
+
+def _dims(value: object) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, int) else tuple(value)
+
+
+class _Builder:
+    def __init__(self, module: Module, entry_auto: bool, actual: bool) -> None:
+        self.module = module
+        self.actual = actual
+        self.entry_auto = entry_auto
+        self.buffers = analyze_buffers(module)
+        self.nodes: list[Node] = []
+        self.relations: list[Relation] = []
+        self.prefs: list[Pref] = []
+        self.position_node: dict[Position, int] = {}
+        self.views: dict[tuple[str, str, int, tuple[int, ...]], int] = {}
+        self.outputs: list[tuple[tuple[int, ...], int]] = []
+        self.comps = {c.name: c for c in module.computations}
+        self.instrs = {c.name: {i.name: i for i in c.instructions} for c in module.computations}
+        self.pins: dict[int, Candidate] = {}
+        self.relation_reads: dict[int, int] = {}
+
+    # -- nodes -----------------------------------------------------------
+    def add_node(self, kind: str, name: str, shape: ArrayShape, pinned: Candidate | None,
+                 hints: tuple[Candidate, ...] = (), buffer: int | None = None,
+                 writes: int = 0, reads: int = 0) -> int:
+        nid = len(self.nodes)
+        self.nodes.append(Node(nid, kind, name, shape, pinned, hints, buffer, writes, reads))
+        return nid
+
+    def leaf(self, comp: str, name: str, path: tuple[int, ...]) -> int | None:
+        return self.position_node.get((comp, name, path))
+
+    def leaves(self, comp: str, name: str) -> list[tuple[tuple[int, ...], ArrayShape]]:
+        instr = self.instrs[comp].get(name)
+        return value_leaves(instr.shape) if instr is not None else []
+
+    def pin_position(self, comp: str, name: str, path: tuple[int, ...], cand: Candidate) -> None:
+        node = self.leaf(comp, name, path)
+        if node is not None:
+            self.pins.setdefault(node, cand)
+
+    def view(self, comp: str, instr: Instruction, k: int, path: tuple[int, ...],
+             shape: ArrayShape, pinned: Candidate | None) -> int:
+        key = (comp, instr.name, k, path)
+        if key in self.views:
+            return self.views[key]
+        if self.actual:
+            pinned = _cand(shape) or pinned
+            producer = self.instrs[comp].get(instr.operands[k]) if k < len(instr.operands) else None
+            fmt = _format_of(producer) if producer is not None and not path else ""
+            if fmt and pinned is not None:
+                pinned = Candidate(pinned.minor_to_major, fmt)
+        nid = self.add_node("view", f"{instr.name} operand {k}{_path(path)}", shape, pinned,
+                            tuple(c for c in (_cand(shape),) if c is not None))
+        self.views[key] = nid
+        return nid
+
+    def relate(self, kind: str, u: int | None, v: int | None, comp: str, instr: str, k: int,
+               path: tuple[int, ...], value: str, shape: ArrayShape, **extra) -> None:
+        if u is None or v is None:
+            return
+        rel = Relation(kind, u, v, comp, instr, k, path, value, shape, **extra)
+        self.relations.append(rel)
+        if rel.reader:
+            self.relation_reads[u] = self.relation_reads.get(u, 0) + 1
+
+    def convert_leaves(self, comp: str, consumer: str, k: int, value: str, target_comp: str,
+                       target: str, reader: bool) -> None:
+        """Operand ``value`` (in ``comp``) flows into ``target``'s leaves (in ``target_comp``)."""
+        for path, shape in self.leaves(comp, value):
+            self.relate("convert", self.leaf(comp, value, path),
+                        self.leaf(target_comp, target, path), comp, consumer, k, path, value,
+                        shape, reader=reader)
+
+    # -- the walk --------------------------------------------------------
+    def build(self) -> LayoutGraph:
+        module = self.module
+        written: dict[int, list[Candidate]] = {}
+        for buf in self.buffers.buffers:
+            if buf.shape.rank == 0:
+                continue
+            hints: list[Candidate] = []
+            for comp, name, path in buf.members:
+                leaf = _leaf(self.instrs[comp][name].shape, path)
+                cand = _cand(leaf)
+                if cand is not None and cand not in hints:
+                    fmt = _format_of(self.instrs[comp][name])
+                    hints.append(Candidate(cand.minor_to_major, fmt) if fmt else cand)
+            first = buf.members[0]
+            nid = self.add_node("buffer", _name(first), buf.shape, None, tuple(hints), buf.id,
+                                buf.writes, buf.reads)
+            written[nid] = hints
+            for m in buf.members:
+                self.position_node[m] = nid
+        self.pin_entry()
+        for comp in module.computations:
+            for instr in comp.instructions:
+                self.instruction(comp.name, instr)
+        nodes = []
+        for n in self.nodes:
+            pinned = n.pinned
+            if n.kind == "buffer":
+                pinned = self.pins.get(n.id)
+                if self.actual and written.get(n.id):
+                    pinned = written[n.id][0]
+            free_reads = max(0, n.free_reads - self.relation_reads.get(n.id, 0))
+            constant = False
+            if n.kind == "buffer" and n.writes == 1:
+                comp, name, _ = self.buffers.buffers[n.buffer].members[0]
+                constant = self.instrs[comp][name].opcode == "constant"
+            nodes.append(Node(n.id, n.kind, n.name, n.shape, pinned, n.hints, n.buffer,
+                              n.writes, free_reads if n.kind == "buffer" else 0, constant))
+        return LayoutGraph(tuple(nodes), tuple(self.relations), tuple(self.prefs),
+                           self.buffers, self.position_node, self.views, tuple(self.outputs))
+
+    def pin_entry(self) -> None:
+        entry = self.module.entry
+        layout = self.module.attr("entry_computation_layout")
+        params = entry.parameter_instructions()
+        declared = layout.parameters if isinstance(layout, ProgramShape) else ()
+        for k, p in enumerate(params):
+            decl = declared[k] if k < len(declared) else p.shape
+            for path, leaf in value_leaves(decl):
+                cand = _cand(leaf)
+                if cand is not None and not self.entry_auto:
+                    self.pin_position(entry.name, p.name, path, cand)
+        result = layout.result if isinstance(layout, ProgramShape) else entry.root_instruction.shape
+        root = entry.root_instruction
+        for path, leaf in value_leaves(result):
+            cand = None if self.entry_auto else _cand(leaf)
+            if self.actual:
+                cand = _cand(leaf) or _cand(_leaf(root.shape, path))
+            out = self.add_node("output", f"entry result{_path(path)}", leaf, cand,
+                                tuple(c for c in (_cand(leaf),) if c is not None))
+            self.outputs.append((path, out))
+            self.relate("convert", self.leaf(entry.name, root.name, path), out, entry.name, "",
+                        -1, path, root.name, leaf, reader=False)
+
+    def instruction(self, comp: str, instr: Instruction) -> None:
+        op = instr.opcode
+        shapes = {n: self.instrs[comp][n].shape for n in instr.operands if n in self.instrs[comp]}
+        here = instr.name
+        if op in TIED_OPCODES and op != "while":
+            self.tied(comp, instr, shapes)
+        elif op == "broadcast" and instr.operands:
+            self.relate("convert", self.leaf(comp, instr.operands[0], ()), self.leaf(comp, here, ()),
+                        comp, here, 0, (), instr.operands[0], _array(shapes[instr.operands[0]]),
+                        view="restrict", dims=_dims(instr.attr("dimensions")))
+        elif op in ("transpose", "reshape", "copy", "bitcast") and instr.operands:
+            if op == "bitcast" and not self.actual:
+                if not fully_laid_out(self.module):
+                    raise LayoutError(
+                        f"'{here}' is a bitcast, which depends on layouts: layout assignment "
+                        "needs a module without bitcasts (or one that is fully laid out)")
+                for name, path in ((instr.operands[0], ()), (here, ())):
+                    cand = _cand(_leaf(self.instrs[comp][name].shape, path))
+                    if cand is not None:
+                        self.pin_position(comp, name, path, cand)
+            src = instr.operands[0]
+            self.relate(op, self.leaf(comp, src, ()), self.leaf(comp, here, ()), comp, here, 0, (),
+                        src, _array(shapes[src]), dims=_dims(instr.attr("dimensions")))
+        elif op == "bitcast-convert" and instr.operands:
+            src = instr.operands[0]
+            a, b = _array(shapes[src]), instr.shape
+            view = "same" if a.rank == b.rank else ("drop_last" if b.rank > a.rank else "add_last")
+            self.relate("convert", self.leaf(comp, src, ()), self.leaf(comp, here, ()), comp, here,
+                        0, (), src, a, view=view)
+        elif op == "reduce":
+            self.reduce(comp, instr, shapes)
+        elif rule_op(instr) in ("dot", "convolution") and op != "custom-call" or (
+                op == "custom-call" and rule_op(instr) == "convolution"):
+            count = 2 if rule_op(instr) == "convolution" else len(instr.operands)
+            for k, name in enumerate(instr.operands[:count]):
+                shape = _array(shapes[name])
+                v = self.view(comp, instr, k, (), shape, None)
+                self.prefs.append(Pref(v, comp, instr, "operand", k))
+                self.relate("convert", self.leaf(comp, name, ()), v, comp, here, k, (), name, shape)
+            for path, _ in value_leaves(instr.shape)[:1]:
+                node = self.leaf(comp, here, path)
+                if node is not None:
+                    self.prefs.append(Pref(node, comp, instr, "result", 0))
+        elif op == "custom-call":
+            self.custom_call(comp, instr, shapes)
+        elif op == "while":
+            body = self.comps.get(_ref(instr.attr("body")) or "")
+            if instr.operands:
+                self.convert_leaves(comp, here, 0, instr.operands[0], comp, here, reader=False)
+            if body is not None:
+                self.convert_leaves(body.name, "", -1, body.root, comp, here, reader=False)
+        elif op in ("call", "fusion", "async-start"):
+            callee = self.comps.get(_ref(instr.attr("to_apply") or instr.attr("calls")) or "")
+            if callee is not None:
+                self.call(comp, instr, callee, 0)
+        elif op == "conditional":
+            refs = instr.attr("branch_computations")
+            if refs is None:
+                refs = (instr.attr("true_computation"), instr.attr("false_computation"))
+            for j, ref in enumerate(refs if isinstance(refs, tuple) else (refs,)):
+                branch = self.comps.get(_ref(ref) or "")
+                if branch is not None:
+                    self.call(comp, instr, branch, j + 1)
+        elif op in _FREE:
+            pass
+        else:
+            self.opaque(comp, instr, shapes)
+        if op == "sort" or rule_op(instr) == "fft":
+            for path, _ in value_leaves(instr.shape):
+                node = self.leaf(comp, here, path)
+                if node is not None:
+                    self.prefs.append(Pref(node, comp, instr, "result", 0))
+
+    def tied(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
+        result = instr.shape
+        if isinstance(result, ArrayShape):
+            pairs = [(k, name, ()) for k, name in enumerate(instr.operands)]
+        elif isinstance(result, TupleShape) and instr.opcode in _VARIADIC_TIED:
+            pairs = [(k, name, (k,)) for k, name in enumerate(instr.operands)
+                     if k < len(result.elements)]
+        else:
+            return
+        if isinstance(result, TupleShape) and instr.opcode in ("sort", "reduce-window"):
+            leaves = value_leaves(result)
+            first = self.leaf(comp, instr.name, leaves[0][0]) if leaves else None
+            for path, leaf in leaves[1:]:
+                self.relate("same_order", first, self.leaf(comp, instr.name, path), comp,
+                            instr.name, -1, path, instr.name, leaf, reader=False)
+        for k, name, out_path in pairs:
+            shape = shapes.get(name)
+            out = _leaf(result, out_path) if isinstance(_sub(result, out_path), ArrayShape) else None
+            if not isinstance(shape, ArrayShape) or out is None or shape.rank != out.rank:
+                continue
+            self.relate("convert", self.leaf(comp, name, ()), self.leaf(comp, instr.name, out_path),
+                        comp, instr.name, k, (), name, shape)
+
+    def reduce(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
+        inputs = instr.operands[: len(instr.operands) // 2]
+        arrays = [(k, n, _array(shapes[n])) for k, n in enumerate(inputs)]
+        if not arrays or arrays[0][2].rank == 0:
+            return
+        v = self.view(comp, instr, 0, (), arrays[0][2], None)
+        self.prefs.append(Pref(v, comp, instr, "operand", 0))
+        for k, name, shape in arrays:
+            self.relate("convert", self.leaf(comp, name, ()), v, comp, instr.name, k, (), name, shape)
+            if k:
+                self.views[(comp, instr.name, k, ())] = v
+        reduced = _dims(instr.attr("dimensions"))
+        first = None
+        for path, leaf in value_leaves(instr.shape):
+            node = self.leaf(comp, instr.name, path)
+            self.relate("reduce_out", v, node, comp, instr.name, -1, path, instr.name, leaf,
+                        dims=reduced, reader=False)
+            if first is None:
+                first = node
+            else:
+                self.relate("same_order", first, node, comp, instr.name, -1, path, instr.name,
+                            leaf, reader=False)
+
+    def custom_call(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
+        constraints = instr.attr("operand_layout_constraints")
+        if not isinstance(constraints, tuple):
+            return
+        for k, (want, name) in enumerate(zip(constraints, instr.operands)):
+            for path, leaf in value_leaves(want):
+                shape = _leaf(shapes[name], path)
+                v = self.view(comp, instr, k, path, shape, _cand(leaf))
+                self.relate("convert", self.leaf(comp, name, path), v, comp, instr.name, k, path,
+                            name, shape)
+        for path, leaf in value_leaves(instr.shape):
+            self.pin_position(comp, instr.name, path,
+                              _cand(leaf) or Candidate(tuple(range(leaf.rank - 1, -1, -1))))
+
+    def call(self, comp: str, instr: Instruction, callee, first: int) -> None:
+        params = callee.parameter_instructions()
+        for j, p in enumerate(params):
+            k = first + j
+            if k < len(instr.operands):
+                self.convert_leaves(comp, instr.name, k, instr.operands[k], callee.name, p.name,
+                                    reader=False)
+        self.convert_leaves(callee.name, "", -1, callee.root, comp, instr.name, reader=False)
+
+    def opaque(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
+        """An op we know no layout rule for: keep its layouts exactly as written."""
+        for path, leaf in value_leaves(instr.shape):
+            self.pin_position(comp, instr.name, path,
+                              _cand(leaf) or Candidate(tuple(range(leaf.rank - 1, -1, -1))))
+        for k, name in enumerate(instr.operands):
+            for path, leaf in value_leaves(shapes.get(name, TupleShape(()))):
+                if leaf.rank == 0:
+                    continue
+                pinned = _cand(leaf) or Candidate(tuple(range(leaf.rank - 1, -1, -1)))
+                v = self.view(comp, instr, k, path, leaf, pinned)
+                self.relate("convert", self.leaf(comp, name, path), v, comp, instr.name, k, path,
+                            name, leaf)
+
+
+def _sub(shape: Shape, path: tuple[int, ...]) -> Shape:
+    for i in path:
+        if not isinstance(shape, TupleShape) or i >= len(shape.elements):
+            return TupleShape(())
+        shape = shape.elements[i]
+    return shape
+
+
+def _leaf(shape: Shape, path: tuple[int, ...]) -> ArrayShape:
+    sub = _sub(shape, path)
+    return _array(sub)
+
+
+def _array(shape: Shape | None) -> ArrayShape:
+    if isinstance(shape, ArrayShape):
+        return shape
+    array = getattr(shape, "array", None)
+    if isinstance(array, ArrayShape):
+        return array
+    return ArrayShape("f32", ())
+
+
+def _path(path: tuple[int, ...]) -> str:
+    return "{" + ",".join(map(str, path)) + "}" if path else ""
+
+
+def _name(pos: Position) -> str:
+    return f"{pos[1]}{_path(pos[2])}"
+
+
+def build_graph(module: Module, *, entry_auto: bool = False, actual: bool = False) -> LayoutGraph:
+    """The layout graph of ``module``; ``actual`` fixes every node to the written layouts."""
+    return _Builder(module, entry_auto, actual).build()

@@ -1,0 +1,30 @@
+"""Assignment options: one frozen value shared unchanged by the CLI and the service."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["AssignOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class AssignOptions:
+    """How to assign layouts.
+
+    ``target``: a built-in target name or a path to a target file.
+    ``entry_layout``: ``"fixed"`` keeps ``entry_computation_layout`` (entries it leaves
+    without a layout are AUTO and free); ``"auto"`` frees every entry array and
+    the report lists the layouts to feed. ``time_limit``: seconds for the solve.
+    ``max_candidates``: layouts considered per buffer. ``emit_bitcasts``: write
+    transposes/reshapes that became free as ``bitcast``.
+    """
+
+    target: str = "cpu"
+    entry_layout: Literal["fixed", "auto"] = "fixed"
+    time_limit: float = 10.0
+    seed: int = 0
+    num_workers: int = 2
+    emit_bitcasts: bool = False
+    max_candidates: int = 6
+    verify: bool = True

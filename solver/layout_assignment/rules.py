@@ -1,0 +1,214 @@
+"""Backend operand preferences and hard rules (dot, convolution, reduce, fft, sort).
+
+The target's ``op_rules`` say *what* a backend wants; this module says what that
+means for a given instruction and candidate, and prices a miss as the
+transpose the backend would do internally (:meth:`CostModel.conversion` from
+the candidate to the preferred layout). A hard rule miss is reported as such;
+the model turns it into FORBIDDEN, the scorer charges it and lists it.
+
+Roles: ``("operand", k)`` is the layout the instruction reads operand ``k`` in;
+``("result", ())`` the layout it writes.
+
+Example (gpu, f16 2-D convolution ``b01f_01io->b01f``): the preferred lhs
+order is NHWC, major to minor ``b, 0, 1, f``, i.e. ``minor_to_major`` = ``{3,2,1,0}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hlo.ir import ConvDimLabels, Instruction
+from hlo.shape import ArrayShape, default_layout, minor_to_major_from_major_to_minor
+from hlo.target import OpRule
+from solver.layout_assignment.costs import FRACTAL_Z, NC1HWC0, Candidate, CostModel
+
+__all__ = ["Preference", "RuleView", "preference", "preferred_candidates", "rule_op"]
+
+_INT8_FP8 = ("s8", "u8")
+
+
+@dataclass(frozen=True, slots=True)
+class Preference:
+    ns: int
+    hard: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RuleView:
+    """What the rules need to know about one instruction."""
+
+    op: str
+    role: str
+    index: int
+    element_type: str
+    dims_info: tuple
+
+
+def _dims(value: object) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, int) else tuple(value)
+
+
+def rule_op(instr: Instruction) -> str | None:
+    """The op name the target's rules use for ``instr`` (cuDNN calls count as convolutions)."""
+    if instr.opcode in ("dot", "convolution", "reduce", "fft", "sort"):
+        return instr.opcode
+    if instr.opcode == "custom-call":
+        target = getattr(instr.attr("custom_call_target"), "text", "")
+        if target.startswith("__cudnn$conv") and isinstance(instr.attr("dim_labels"), ConvDimLabels):
+            return "convolution"
+    return None
+
+
+def _applies(rule: OpRule, element_type: str, spatial: int | None, operand: int | None) -> bool:
+    if rule.element_types and element_type not in rule.element_types:
+        return False
+    if rule.spatial_dims and (spatial is None or spatial not in rule.spatial_dims):
+        return False
+    return not (rule.operands and operand is not None and operand not in rule.operands)
+
+
+def _m2m(order: list[int]) -> Candidate:
+    return Candidate(minor_to_major_from_major_to_minor(order))
+
+
+def _dot_groups(instr: Instruction, k: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    side = "lhs" if k == 0 else "rhs"
+    return _dims(instr.attr(f"{side}_batch_dims")), _dims(instr.attr(f"{side}_contracting_dims"))
+
+
+def _conv_orders(labels: ConvDimLabels, role: str, k: int, layout: str) -> Candidate | None:
+    if role == "operand" and k == 0:
+        b, f, s = labels.input_batch, labels.input_feature, list(labels.input_spatial)
+    elif role == "operand" and k == 1:
+        b, f, s = labels.kernel_output_feature, labels.kernel_input_feature, list(labels.kernel_spatial)
+    elif role == "result":
+        b, f, s = labels.output_batch, labels.output_feature, list(labels.output_spatial)
+    else:
+        return None
+    return _m2m([b, *s, f] if layout == "NHWC" else [b, f, *s])
+
+
+def _valid_dot_operand(cand: Candidate, batch: tuple[int, ...], contracting: tuple[int, ...],
+                       rank: int) -> bool:
+    """Batch dims most major, contracting and non-contracting groups each contiguous."""
+    m2m = list(reversed(cand.minor_to_major))
+    if batch and set(m2m[: len(batch)]) != set(batch):
+        return False
+    rest = m2m[len(batch):]
+    free = [d for d in range(rank) if d not in batch and d not in contracting]
+    for group in (contracting, free):
+        if group:
+            at = sorted(rest.index(d) for d in group)
+            if at[-1] - at[0] != len(group) - 1:
+                return False
+    return True
+
+
+def _conv_labels(instr: Instruction) -> ConvDimLabels | None:
+    labels = instr.attr("dim_labels")
+    return labels if isinstance(labels, ConvDimLabels) else None
+
+
+def preferred_candidates(cm: CostModel, instr: Instruction, role: str, k: int,
+                         shape: ArrayShape) -> list[Candidate]:
+    """Layouts the target's rules name for this operand/result (deterministic order)."""
+    op = rule_op(instr)
+    if op is None or shape.rank == 0:
+        return []
+    labels = _conv_labels(instr) if op == "convolution" else None
+    spatial = len(labels.input_spatial) if labels is not None else None
+    out: list[Candidate] = []
+    for rule in cm.target.rules_for(op):
+        if _applies(rule, shape.element_type, spatial, k if role == "operand" else None):
+            out.extend(preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels))
+    return list(dict.fromkeys(out))
+
+
+def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: ArrayShape,
+               cand: Candidate) -> Preference | None:
+    """The cost (and hardness) of reading/writing ``shape`` as ``cand`` for ``instr``."""
+    op = rule_op(instr)
+    if op is None or shape.rank == 0:
+        return None
+    total, hard, reasons = 0, False, []
+    etype = shape.element_type
+    labels = _conv_labels(instr) if op == "convolution" else None
+    spatial = len(labels.input_spatial) if labels is not None else None
+    here = cm.laid_out(shape, cand)
+
+    def miss(rule: OpRule, want: Candidate, why: str) -> None:
+        nonlocal total, hard
+        ns, _ = (cm.conversion(here, cand.format, cm.laid_out(shape, want), want.format)
+                 if role == "operand" else
+                 cm.conversion(cm.laid_out(shape, want), want.format, here, cand.format))
+        ns = int(ns * float(rule.params.get("cost_factor", 1.0)))
+        total += ns
+        hard = hard or rule.hard
+        reasons.append(f"{why} ({'hard' if rule.hard else 'preference'}: {rule.note or rule.kind})")
+
+    for rule in cm.target.rules_for(op):
+        if not _applies(rule, etype, spatial, k if role == "operand" else None):
+            continue
+        prefs = preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels)
+        if rule.kind == "dot_batch_not_most_minor" and op == "dot":
+            batch = _dims(instr.attr("lhs_batch_dims")) if role == "result" else _dot_groups(instr, k)[0]
+            bad = bool(batch) and cand.minor_to_major[0] in (
+                range(len(batch)) if role == "result" else batch)
+            if bad and prefs:
+                miss(rule, prefs[0], "batch dim most minor")
+            elif bad:
+                miss(rule, Candidate(default_layout(shape.rank).minor_to_major), "batch dim most minor")
+        elif rule.kind == "dot_groups_contiguous" and op == "dot" and role == "operand":
+            batch, contracting = _dot_groups(instr, k)
+            if not _valid_dot_operand(cand, batch, contracting, shape.rank):
+                miss(rule, prefs[0], "dim groups not contiguous")
+        elif rule.kind == "dot_contracting_most_minor" and op == "dot" and role == "operand":
+            _, contracting = _dot_groups(instr, k)
+            if contracting and set(cand.minor_to_major[: len(contracting)]) != set(contracting):
+                miss(rule, prefs[0], "contracting dims not most minor")
+        elif prefs and cand not in prefs:
+            miss(rule, prefs[0], f"not {prefs[0]}")
+    if not reasons:
+        return None
+    return Preference(total, hard, "; ".join(reasons))
+
+
+def preferred_candidates_for_rule(cm: CostModel, instr: Instruction, role: str, k: int,
+                                  shape: ArrayShape, rule: OpRule,
+                                  labels: ConvDimLabels | None) -> list[Candidate]:
+    op = rule_op(instr)
+    rank = shape.rank
+    if rule.kind == "default_layout":
+        return [Candidate(default_layout(rank).minor_to_major)]
+    if rule.kind == "conv_layout":
+        cand = _conv_orders(labels, role, k, str(rule.params.get("layout", "NHWC"))) if labels else None
+        return [cand] if cand is not None else []
+    if rule.kind == "format":
+        if labels is None or len(labels.input_spatial) != 2 or role != "operand":
+            return []
+        fmt = str(rule.params.get("format", ""))
+        if fmt == NC1HWC0 and k == 0:
+            return [Candidate(_conv_orders(labels, role, 0, "NCHW").minor_to_major, NC1HWC0)]  # type: ignore[union-attr]
+        if fmt == FRACTAL_Z and k == 1:
+            order = [labels.kernel_input_feature, *labels.kernel_spatial, labels.kernel_output_feature]
+            return [Candidate(_m2m(order).minor_to_major, FRACTAL_Z)]
+        return []
+    if op == "dot" and role == "operand" and rule.kind.startswith("dot_"):
+        batch, contracting = _dot_groups(instr, k)
+        free = [d for d in range(rank) if d not in batch and d not in contracting]
+        if rule.kind == "dot_contracting_most_minor":
+            return [_m2m([*batch, *free, *contracting])]
+        return [_m2m([*batch, *contracting, *free]), _m2m([*batch, *free, *contracting])]
+    if op == "reduce" and rule.kind == "row_reduction" and role == "operand":
+        reduced = _dims(instr.attr("dimensions"))
+        size = 1
+        for d in reduced:
+            size *= shape.dims[d]
+        if size < int(rule.params.get("min_reduced_size", 0)):
+            return []
+        kept = [d for d in range(rank) if d not in reduced]
+        return [_m2m([*kept, *reduced])]
+    return []
