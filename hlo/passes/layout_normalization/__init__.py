@@ -1,0 +1,1 @@
+"""The pieces of ``normalize-layouts``: value forms and per-opcode handlers."""
