@@ -232,8 +232,11 @@ class Parameter:
 class Computation:
     """A named list of instructions with one root.
 
-    ``signature`` is the printed ``(p: shape, ...) -> shape`` when the text had
-    one (``None`` for computations written without it). ``root`` names the root
+    ``parameters``/``result_shape`` are the signature ``(p: shape, ...) -> shape``
+    without layouts (as XLA prints it). The parser always fills them from the
+    parameter and root instructions (after checking a written signature against
+    them), so a module compares equal whether its text had signatures or not; the
+    printer derives the signature from the instructions. ``root`` names the root
     instruction (the one marked ``ROOT``, else the last).
     """
 
