@@ -112,10 +112,13 @@ class EquivalenceReport:
 # ---------------------------------------------------------------------------
 
 
-def random_value(shape: Shape, rng: np.random.Generator) -> Value:
-    """A random argument for ``shape`` (see the module docstring for the distributions)."""
+def random_value(shape: Shape, rng: np.random.Generator, float_scale: float = 1.0) -> Value:
+    """A random argument for ``shape`` (see the module docstring for the distributions).
+
+    ``float_scale`` multiplies the standard deviation of float values.
+    """
     if isinstance(shape, TupleShape):
-        return tuple(random_value(s, rng) for s in shape.elements)
+        return tuple(random_value(s, rng, float_scale) for s in shape.elements)
     if isinstance(shape, TokenShape):
         return TOKEN
     if not isinstance(shape, ArrayShape):
@@ -125,15 +128,15 @@ def random_value(shape: Shape, rng: np.random.Generator) -> Value:
     if dtype == np.bool_:
         return rng.integers(0, 2, size=dims).astype(bool)
     if dtype.kind == "c":
-        return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dtype)
+        return (float_scale * (rng.standard_normal(dims) + 1j * rng.standard_normal(dims))).astype(dtype)
     if dtype.kind in "iu" or shape.element_type[0] in "su":
         hi = 8 if shape.element_type not in ("s1", "u1", "s2", "u2", "s4") else 2
         return rng.integers(0, hi, size=dims).astype(np.int64).astype(dtype)
-    return rng.standard_normal(dims).astype(np.float64).astype(dtype)
+    return (float_scale * rng.standard_normal(dims)).astype(np.float64).astype(dtype)
 
 
-def random_arguments(module: Module, rng: np.random.Generator) -> list[Value]:
-    return [random_value(p.shape, rng) for p in module.entry.parameter_instructions()]
+def random_arguments(module: Module, rng: np.random.Generator, float_scale: float = 1.0) -> list[Value]:
+    return [random_value(p.shape, rng, float_scale) for p in module.entry.parameter_instructions()]
 
 
 # ---------------------------------------------------------------------------
