@@ -33,7 +33,14 @@ class RayEngine:
         self._started_here = False
 
     async def start(self) -> None:
-        await asyncio.to_thread(self._init)
+        # In the calling (main) thread: Ray installs signal handlers there.
+        from service.batch import BatchError
+
+        try:
+            self._init()
+        except Exception as exc:  # Ray reports start-up problems with many exception types
+            where = self.address or "a local instance"
+            raise BatchError(f"cannot start or reach Ray ({where}): {exc}") from exc
 
     def _init(self) -> None:
         import ray

@@ -150,9 +150,14 @@ def register(app: typer.Typer) -> None:
             def show(p: BatchProgress) -> None:
                 progress.update(task, completed=p.finished, failed=p.failed, last=p.last or "")
 
-            run = asyncio.run(
-                run_batch(modules, spec, out, runner, cache=result_cache, on_progress=show)
-            )
+            try:
+                run = asyncio.run(
+                    run_batch(modules, spec, out, runner, cache=result_cache, on_progress=show)
+                )
+            except BatchError as exc:
+                progress.stop()
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(code=2)
         if result_cache is not None:
             result_cache.close()
         console.print(

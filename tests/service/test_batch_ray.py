@@ -24,6 +24,7 @@ def test_ray_and_local_engines_produce_identical_summaries(tmp_path: Path) -> No
     b = batch(str(src), "--out", str(ray), "--operation", "format", "--engine", "ray",
               timeout=300)
     assert a.returncode == b.returncode == 1, a.stderr + b.stderr
+    assert (ray / "summary.json").exists(), b.stderr[-3000:]
 
     summaries = [json.loads((d / "summary.json").read_text()) for d in (local, ray)]
     assert [s["engine"] for s in summaries] == ["local", "ray"]
