@@ -19,7 +19,7 @@ from __future__ import annotations
 from hlo.bitcast import reshape_input_layout_for_bitcast, reshape_output_layout_for_bitcast
 from hlo.errors import HloError
 from hlo.shape import ArrayShape, Layout, default_layout
-from solver.layout_assignment.costs import FRACTAL_Z, NC1HWC0, Candidate, CostModel
+from solver.layout_assignment.costs import FRACTAL_Z, NC1HWC0, Candidate, CostModel, padding
 from solver.layout_assignment.layout_graph import LayoutGraph, Relation
 from solver.layout_assignment.rules import preferred_candidates
 
@@ -139,6 +139,7 @@ def candidate_sets(graph: LayoutGraph, cm: CostModel, *, cap: int = 6,
             continue
         start = [_default(node.shape.rank)]
         start.extend(node.hints)
+        start.extend(_less_padding(cm, node.shape))
         sets.append(list(dict.fromkeys(c for c in start if _fits(c, node.shape))))
         fixed.append(node.shape.rank <= 1)
     for pref in graph.prefs:
@@ -173,3 +174,16 @@ def _fits(c: Candidate, shape: ArrayShape) -> bool:
     if sorted(c.minor_to_major) != list(range(shape.rank)):
         return False
     return c.format not in (FRACTAL_Z, NC1HWC0) or shape.rank == 4
+
+
+def _less_padding(cm: CostModel, shape: ArrayShape) -> list[Candidate]:
+    """On tiled targets: the default with its two minor dims swapped, when that pads less
+    (``f32[1024,2]``: ``{0,1}`` gets the compact ``T(2,128)`` tile instead of padding 2 to 128)."""
+    if cm.target.layout_family != "tiled" or shape.rank < 2:
+        return []
+    base = _default(shape.rank)
+    mtm = base.minor_to_major
+    swapped = Candidate((mtm[1], mtm[0]) + mtm[2:])
+    if padding(cm.laid_out(shape, swapped)) < padding(cm.laid_out(shape, base)):
+        return [swapped]
+    return []

@@ -144,7 +144,9 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
         ns, _ = (cm.conversion(here, cand.format, cm.laid_out(shape, want), want.format)
                  if role == "operand" else
                  cm.conversion(cm.laid_out(shape, want), want.format, here, cand.format))
-        ns = int(ns * float(rule.params.get("cost_factor", 1.0)))
+        # +1: with equal byte counts an explicit copy wins, since one copy can serve
+        # several readers while the backend's internal transpose is redone per use.
+        ns = int(ns * float(rule.params.get("cost_factor", 1.0))) + 1
         total += ns
         hard = hard or rule.hard
         reasons.append(f"{why} ({'hard' if rule.hard else 'preference'}: {rule.note or rule.kind})")

@@ -1,0 +1,42 @@
+"""The rewrite: one copy per (value, layout), constants cloned, tuples rebuilt, roots fixed."""
+
+from hlo.layout_verifier import verify_layouts
+from hlo.parser import parse_module
+from hlo.passes.apply_layouts import Conversion, LayoutPlan, apply_layouts, layouts_of
+from hlo.printer import print_module
+from hlo.shape import Layout
+
+TEXT = """HloModule m, entry_computation_layout={(f32[4,8]{1,0})->(f32[4,8]{0,1}, f32[4,8]{0,1})}
+ENTRY e {
+  p = f32[4,8]{1,0} parameter(0)
+  c = f32[4,8]{1,0} constant({...})
+  a = f32[4,8]{0,1} negate(p)
+  b = f32[4,8]{0,1} exponential(p)
+  d = f32[4,8]{0,1} add(a, c)
+  ROOT t = (f32[4,8]{0,1}, f32[4,8]{0,1}) tuple(d, b)
+}"""
+
+
+def test_one_copy_per_value_and_layout_and_constants_cloned():
+    module = parse_module(TEXT)
+    col = Layout((0, 1))
+    plan = LayoutPlan(layouts_of(module), (
+        Conversion("e", "a", 0, (), col), Conversion("e", "b", 0, (), col),
+        Conversion("e", "d", 1, (), col)))
+    out = apply_layouts(module, plan)
+    ops = [(i.name, i.opcode) for i in out.entry.instructions]
+    assert ops.count(("p.relayout", "copy")) == 1           # shared by a and b
+    assert ("c.relayout", "constant") in ops                 # re-laid out, not copied
+    assert [i.name for i in out.entry.instructions][:2] == ["p", "p.relayout"]  # after producer
+    assert verify_layouts(out) == []
+    assert print_module(apply_layouts(module, plan)) == print_module(out)   # deterministic
+
+
+def test_root_conversion_rebuilds_the_tuple():
+    module = parse_module(TEXT)
+    plan = LayoutPlan(layouts_of(module), (Conversion("e", "", -1, (1,), Layout((1, 0))),))
+    out = apply_layouts(module, plan)
+    root = out.entry.root_instruction
+    assert root.opcode == "tuple" and root.operands[0] == "d"
+    assert out.entry.instruction(root.operands[1]).opcode == "copy"
+    assert str(out.attr("entry_computation_layout").result) == "(f32[4,8]{0,1}, f32[4,8]{1,0})"
