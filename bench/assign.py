@@ -1,0 +1,87 @@
+"""Layout assignment over the corpus and every built-in target, plus scaling.
+
+    python3 bench/assign.py [--targets cpu,gpu,tpu,ascend] [--modules a,b] [--synthetic N]
+                            [--time-limit S] [--json out.json]
+
+Per module and target: instructions, cost of all-default, greedy and ours (true,
+after sharing copies), the model's lower bound, status, solve time and total time.
+On cpu also XLA's own ``after_layout`` scored under the same model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hlo.parser import parse_file, parse_module  # noqa: E402
+from solver.layout_assignment.assign import assign, score  # noqa: E402
+from solver.layout_assignment.options import AssignOptions  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def _path(name: str, stage: str) -> Path:
+    p = SHARED / "corpus" / f"{name}.{stage}.hlo"
+    return p if p.exists() else p.with_suffix(".hlo.gz")
+
+
+def _count(module) -> int:
+    return sum(len(c.instructions) for c in module.computations)
+
+
+def run(name: str, module, target: str, time_limit: float, xla=None) -> dict:
+    began = time.perf_counter()
+    r = assign(module, AssignOptions(target=target, time_limit=time_limit))
+    total = time.perf_counter() - began
+    row = {"module": name, "target": target, "instructions": _count(module),
+           "default": r.baselines.get("default"), "greedy": r.baselines.get("greedy"),
+           "ours": r.objective, "model": r.model_objective, "lower_bound": r.lower_bound,
+           "status": r.status, "solve_s": round(r.timings_ms.get("solve", 0) / 1000, 2),
+           "total_s": round(total, 2), "violations": len(r.violations)}
+    if xla is not None:
+        row["xla"] = score(xla, target).total
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--targets", default="cpu,gpu,tpu,ascend")
+    ap.add_argument("--modules", default="")
+    ap.add_argument("--synthetic", type=int, default=0)
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    manifest = json.loads((SHARED / "corpus" / "manifest.json").read_text())
+    names = args.modules.split(",") if args.modules else [m["name"] for m in manifest["modules"]]
+    rows = []
+    header = ("module", "target", "instructions", "default", "greedy", "xla", "ours",
+              "lower_bound", "status", "solve_s", "total_s")
+    print(" | ".join(header))
+    for name in names if not args.synthetic else []:
+        module = parse_file(_path(name, "before_layout"))
+        xla = parse_file(_path(name, "after_layout"))
+        for target in args.targets.split(","):
+            row = run(name, module, target, args.time_limit, xla if target == "cpu" else None)
+            rows.append(row)
+            print(" | ".join(str(row.get(h, "")) for h in header), flush=True)
+    if args.synthetic:
+        from bench.synthetic import synthetic_module
+        began = time.perf_counter()
+        module = parse_module(synthetic_module(args.synthetic))
+        parse_s = time.perf_counter() - began
+        for target in args.targets.split(","):
+            row = run(f"synthetic-{args.synthetic}", module, target, args.time_limit)
+            row["parse_s"] = round(parse_s, 2)
+            rows.append(row)
+            print(" | ".join(str(row.get(h, "")) for h in header), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
