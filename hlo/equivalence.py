@@ -128,11 +128,11 @@ def random_value(shape: Shape, rng: np.random.Generator, float_scale: float = 1.
     if dtype == np.bool_:
         return rng.integers(0, 2, size=dims).astype(bool)
     if dtype.kind == "c":
-        return (float_scale * (rng.standard_normal(dims) + 1j * rng.standard_normal(dims))).astype(dtype)
+        return np.asarray(float_scale * (rng.standard_normal(dims) + 1j * rng.standard_normal(dims))).astype(dtype)
     if dtype.kind in "iu" or shape.element_type[0] in "su":
         hi = 8 if shape.element_type not in ("s1", "u1", "s2", "u2", "s4") else 2
         return rng.integers(0, hi, size=dims).astype(np.int64).astype(dtype)
-    return (float_scale * rng.standard_normal(dims)).astype(np.float64).astype(dtype)
+    return np.asarray(float_scale * rng.standard_normal(dims), np.float64).astype(dtype)
 
 
 def random_arguments(module: Module, rng: np.random.Generator, float_scale: float = 1.0) -> list[Value]:

@@ -159,3 +159,48 @@ def _custom_call(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     if kind == "trsm":
         return _trsm(instr, ops[0], ops[1], nb)
     raise error_at(instr, f"unsupported custom-call '{target}'")
+
+
+# ---------------------------------------------------------------------------
+# The HLO linear-algebra opcodes (before XLA expands them)
+# ---------------------------------------------------------------------------
+
+
+@register("cholesky")
+def _cholesky(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
+    # Only the requested triangle is defined by HLO; the other is returned as 0.
+    a = ops[0]
+    lower = bool(instr.attr("lower", False))
+    wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+    if not lower:
+        wide = np.conj(np.swapaxes(wide, -1, -2))
+    try:
+        factor = np.linalg.cholesky(wide)
+    except np.linalg.LinAlgError:
+        factor = np.full(wide.shape, np.nan, wide.dtype)
+    if not lower:
+        factor = np.conj(np.swapaxes(factor, -1, -2))
+    return factor.astype(a.dtype)
+
+
+@register("triangular-solve")
+def _triangular_solve(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
+    a, b = ops
+    wide_type = np.complex128 if a.dtype.kind == "c" else np.float64
+    lower = bool(instr.attr("lower", False))
+    tri = np.tril(a.astype(wide_type)) if lower else np.triu(a.astype(wide_type))
+    if bool(instr.attr("unit_diagonal", False)):
+        n = tri.shape[-1]
+        tri = tri.copy()
+        tri[..., np.arange(n), np.arange(n)] = 1
+    transpose = str(instr.attr("transpose_a", "NO_TRANSPOSE"))
+    if transpose in ("TRANSPOSE", "ADJOINT"):
+        tri = np.swapaxes(tri, -1, -2)
+        if transpose == "ADJOINT":
+            tri = np.conj(tri)
+    rhs = b.astype(wide_type)
+    if bool(instr.attr("left_side", False)):
+        x = np.linalg.solve(tri, rhs)  # op(a) @ x = b
+    else:
+        x = np.swapaxes(np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(rhs, -1, -2)), -1, -2)
+    return x.astype(b.dtype)

@@ -165,6 +165,8 @@ def zeros_for(shape: Shape) -> Value:
 def check_value(value: Value, shape: Shape, what: str) -> Value:
     """Check ``value`` against ``shape`` (dims and element type) and return it."""
     if isinstance(shape, ArrayShape):
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
         if not isinstance(value, np.ndarray):
             raise InterpretError(f"{what}: expected an array of shape {shape}, got {type(value).__name__}")
         want = dtype_of(shape.element_type)

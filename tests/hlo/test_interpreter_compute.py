@@ -262,3 +262,20 @@ def test_lapack_cholesky_and_triangular_solve():
             'backend_config={diag = 78 : ui8, side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8}',
             lower.astype(np.float32), b)
     np.testing.assert_allclose(lower @ x, b, rtol=1e-4, atol=1e-4)
+
+
+def test_cholesky_and_triangular_solve_opcodes():
+    a = rand(3, 3)
+    spd = (a @ a.T + 3 * np.eye(3)).astype(np.float32)
+    low = run("  a = f32[3,3] parameter(0)\n  ROOT c = f32[3,3] cholesky(a), lower=true", spd)
+    np.testing.assert_allclose(low @ low.T, spd, rtol=1e-5, atol=1e-5)
+    b = rand(3, 2, seed=4)
+    x = run("  a = f32[3,3] parameter(0)\n  b = f32[3,2] parameter(1)\n"
+            "  ROOT x = f32[3,2] triangular-solve(a, b), left_side=true, lower=true, "
+            "unit_diagonal=false, transpose_a=TRANSPOSE", low, b)
+    np.testing.assert_allclose(np.tril(low).T @ x, b, rtol=1e-4, atol=1e-4)
+    y = run("  a = f32[3,3] parameter(0)\n  b = f32[2,3] parameter(1)\n"
+            "  ROOT x = f32[2,3] triangular-solve(a, b), left_side=false, lower=true, "
+            "unit_diagonal=true, transpose_a=NO_TRANSPOSE", low, b.T.copy())
+    unit = np.tril(low, -1) + np.eye(3)
+    np.testing.assert_allclose(y @ unit, b.T, rtol=1e-4, atol=1e-4)
