@@ -21,16 +21,17 @@ from typing import Any, Final
 
 from hlo.errors import HloError
 from hlo.ir import Module
-from hlo.passes.group_reductions import group_reductions
-from hlo.passes.normalize_layouts import normalize_layouts
-from hlo.passes.normalize_reductions import normalize_reductions
+# Imported under other names so that ``hlo.passes.normalize_layouts`` stays the module.
+from hlo.passes.group_reductions import group_reductions as _group_reductions
+from hlo.passes.normalize_layouts import normalize_layouts as _normalize_layouts
+from hlo.passes.normalize_reductions import normalize_reductions as _normalize_reductions
 
 Pass = Callable[[Module], Module]
 
 PASSES: Final[dict[str, Pass]] = {
-    "normalize-reductions": normalize_reductions,
-    "group-reductions": group_reductions,
-    "normalize-layouts": normalize_layouts,
+    "normalize-reductions": _normalize_reductions,
+    "group-reductions": _group_reductions,
+    "normalize-layouts": _normalize_layouts,
 }
 
 #: What ``hlo-layout normalize`` runs when no ``--passes`` are given.

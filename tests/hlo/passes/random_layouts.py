@@ -15,22 +15,24 @@ import dataclasses
 import numpy as np
 
 from hlo.ir import Literal, Module
-from hlo.shape import ArrayShape, Shape, TupleShape
+from hlo.shape import ArrayShape, Shape, Tile, TupleShape
 
 
-def _scramble(shape: Shape, rng: np.random.Generator) -> Shape:
+def _scramble(shape: Shape, rng: np.random.Generator, tiles: tuple[Tile, ...]) -> Shape:
     if isinstance(shape, TupleShape):
-        return TupleShape(tuple(_scramble(e, rng) for e in shape.elements))
+        return TupleShape(tuple(_scramble(e, rng, tiles) for e in shape.elements))
     if isinstance(shape, ArrayShape) and shape.rank >= 2 and shape.layout is not None:
         if shape.layout.dim_levels or shape.layout.split_configs:
             return shape
         mtm = tuple(int(d) for d in rng.permutation(shape.rank))
-        return shape.with_layout(dataclasses.replace(shape.layout, minor_to_major=mtm))
+        return shape.with_layout(dataclasses.replace(shape.layout, minor_to_major=mtm,
+                                                     tiles=tiles or shape.layout.tiles))
     return shape
 
 
-def scramble_layouts(module: Module, seed: int) -> Module:
-    """``module`` with random ``minor_to_major`` on its free arrays (see the module docstring)."""
+def scramble_layouts(module: Module, seed: int, tiles: tuple[Tile, ...] = ()) -> Module:
+    """``module`` with random ``minor_to_major`` (and ``tiles``, when given) on its
+    free arrays (see the module docstring)."""
     rng = np.random.default_rng(seed)
     computations = []
     for comp in module.computations:
@@ -45,7 +47,7 @@ def scramble_layouts(module: Module, seed: int) -> Module:
                                         and (instr.opcode == "parameter" or instr.name == comp.root)):
                 instructions.append(instr)
                 continue
-            shape = _scramble(instr.shape, rng)
+            shape = _scramble(instr.shape, rng, tiles)
             attributes = instr.attributes
             literal = instr.attr("literal")
             if isinstance(literal, Literal) and isinstance(shape, ArrayShape):
