@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.problem import FORBIDDEN, Problem
+from solver.problem import FORBIDDEN, Problem, peak_memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +31,8 @@ class HeuristicResult:
     seconds: float
 
 
-#: Memory-penalty weights tried by :func:`heuristic` (each a factor 4 apart).
-PENALTY_STEPS = 10
+#: Rounds of price updates in the memory-penalized search of :func:`heuristic`.
+PRICE_ROUNDS = 12
 
 
 class _Memory:
@@ -247,9 +247,10 @@ def _cost(problem: Problem, labels: np.ndarray) -> int:
 def heuristic(problem: Problem, time_limit: float = 1.0) -> HeuristicResult:
     """A complete assignment within about ``time_limit`` seconds.
 
-    Tree DP, then (under a memory limit) repair and descent; when memory binds,
-    the DP is retried with memory penalties of growing weight and the cheapest
-    feasible result is kept. Deterministic unless ``time_limit`` cuts it short.
+    Tree DP, then repair and descent. When memory binds, the DP is re-run with
+    prices on the bytes live at over-full times (:func:`_penalized_search`),
+    which trades cost for memory where it is cheapest. Deterministic unless
+    ``time_limit`` cuts it short.
     """
     began = time.perf_counter()
     deadline = began + time_limit
@@ -264,31 +265,60 @@ def heuristic(problem: Problem, time_limit: float = 1.0) -> HeuristicResult:
         labels, s = descend(problem, labels, deadline, graph)
         sweeps += s
         cost = _cost(problem, labels)
-        if fits and (best_cost is None or cost < best_cost):
+        if fits and cost < FORBIDDEN and (best_cost is None or cost < best_cost):
             best, best_cost = labels, cost
 
-    consider(tree_labels(problem))
-    if problem.memory_limit is not None and problem.memory:
-        usage = [np.zeros(problem.label_count(n), np.float64) for n in range(problem.num_nodes)]
-        for use in problem.memory:
-            if use.start < use.end:
-                usage[use.node] = usage[use.node] + use.usage
-        scale = (best_cost or _cost(problem, tree_labels(problem)) or 1) / max(
-            1.0, float(sum(u.max() for u in usage)))
-        # A fixed schedule of weights (not a clock) keeps the result reproducible;
-        # the deadline only cuts it short on very large problems.
-        for step in range(PENALTY_STEPS):
-            if time.perf_counter() > began + time_limit * 0.6:
-                break
-            weight = scale * 4.0 ** (step - 2)
-            penalty = [(weight * u).astype(np.int64) for u in usage]
-            consider(tree_labels(problem, penalty))
+    plain = tree_labels(problem)
+    usage = _usage_sums(problem)
+    if problem.memory_limit is not None and problem.memory and \
+            peak_memory(problem, plain) > problem.memory_limit:
+        _penalized_search(problem, plain, usage, consider, began + time_limit * 0.7)
+    else:
+        consider(plain)
     if best is None:
-        # Nothing fit: fall back to the smallest usages (may still not fit).
-        labels = np.array([int(np.argmin(np.where(u < FORBIDDEN, usage_sum, np.inf)))
-                           for u, usage_sum in zip(problem.unary, _usage_sums(problem))])
-        best, _ = descend(problem, labels, deadline, graph)
+        # Nothing fit: start from the smallest usages and let descent fix the pairs.
+        labels = np.array([int(np.argmin(np.where(u < FORBIDDEN, usage_sum, np.iinfo(np.int64).max)))
+                           for u, usage_sum in zip(problem.unary, usage)])
+        best, _ = descend(problem, labels, max(deadline, time.perf_counter() + 0.1), graph)
     return HeuristicResult(tuple(int(x) for x in best), sweeps, time.perf_counter() - began)
+
+
+def _penalized_search(problem: Problem, plain: np.ndarray, usage: list[np.ndarray],
+                      consider, until: float) -> None:
+    """Lagrangian-style search: a price per time segment on the bytes live there.
+
+    Each round solves the tree DP with unary costs raised by ``usage * price``
+    summed over the segments a use is live in, then doubles the price where the
+    answer is over the limit and halves it elsewhere. Answers that (nearly) fit
+    go to ``consider`` (repair + descent). Uses nodes' own uses only: prices
+    follow the time structure, so memory is freed where it is short, not everywhere.
+    """
+    mem = _Memory(problem, plain)
+    limit = problem.memory_limit
+    uses = [(i, u) for i, u in enumerate(problem.memory) if u.start < u.end]
+    lo = np.array([mem.lo[i] for i, _ in uses], np.int64)
+    hi = np.array([mem.hi[i] for i, _ in uses], np.int64)
+    segments = len(mem.load)
+    base = max(1, _cost(problem, plain) % FORBIDDEN) / max(
+        1.0, float(sum(int(u.max()) for u in usage)))
+    price = np.zeros(segments, np.float64)
+    labels = plain
+    for _ in range(PRICE_ROUNDS):
+        if time.perf_counter() > until:
+            break
+        load = _Memory(problem, labels).load
+        over = load > limit
+        price = np.where(over, np.maximum(price * 2.0, base), price * 0.5)
+        # Per use: the summed price over its live segments (prefix sums).
+        total = np.concatenate([[0.0], np.cumsum(price)])
+        per_use = total[hi] - total[lo]
+        penalty = [np.zeros(problem.label_count(n), np.int64) for n in range(problem.num_nodes)]
+        for (i, use), weight in zip(uses, per_use.tolist()):
+            if weight:
+                penalty[use.node] = penalty[use.node] + (use.usage * min(weight, 1e6)).astype(np.int64)
+        labels = tree_labels(problem, penalty)
+        if peak_memory(problem, labels) <= limit * 1.02:
+            consider(labels.copy())
 
 
 def _usage_sums(problem: Problem) -> list[np.ndarray]:
@@ -297,3 +327,4 @@ def _usage_sums(problem: Problem) -> list[np.ndarray]:
         if use.start < use.end:
             usage[use.node] = usage[use.node] + use.usage
     return usage
+

@@ -24,6 +24,6 @@ class SolveOptions:
     seed: int = 0
     deterministic: bool = True
     deterministic_time: float | None = None
-    heuristic_time: float = 10.0
+    heuristic_time: float = 20.0
     passes: tuple[str, ...] = ALL_PASSES
     log_search: bool = False

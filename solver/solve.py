@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import time
 
-from solver import cpsat
+from solver import cpsat, lns
 from solver.heuristics import heuristic
 from solver.options import SolveOptions
 from solver.problem import FORBIDDEN, Problem, Solution, Status, evaluate, memory_feasible, peak_memory
 from solver.reductions import reduce_problem
+
+
+#: Above this many labels in the reduced problem, CP-SAT works on windows
+#: (:mod:`solver.lns`) instead of the whole model, which would not build in time.
+FULL_MODEL_LABELS = 30_000
 
 
 class SolveError(RuntimeError):
@@ -62,7 +67,7 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions()) -> Solution:
     if core.num_nodes == 0:
         best, best_cost, first_ms = (), 0, (time.perf_counter() - began) * 1000
     else:
-        budget = min(options.heuristic_time, max(0.0, (deadline - mark) * 0.3))
+        budget = min(options.heuristic_time, max(0.0, (deadline - mark) * 0.4))
         guess = heuristic(core, budget)
         best_cost = _feasible_cost(core, guess.labels)
         if best_cost is not None:
@@ -71,20 +76,31 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions()) -> Solution:
         mark = lap("heuristic", mark)
 
     status, bound, raw_status = Status.OPTIMAL, best_cost, None
-    if core.num_nodes:
+    built = None
+    if best is not None and sum(len(u) for u in core.unary) > FULL_MODEL_LABELS:
+        # Too large to model whole in time: CP-SAT on windows, the rest fixed.
+        improved, _ = lns.improve(core, best, deadline, options)
+        cost = _feasible_cost(core, improved)
+        if cost is None or cost > best_cost:
+            raise SolveError(f"window search answer re-evaluates to {cost}, start was {best_cost}")
+        best, best_cost = improved, cost
+        mark = lap("window-search", mark)
+        bound = trivial_bound(core)
+        status = Status.OPTIMAL if bound >= best_cost else Status.FEASIBLE
+    elif core.num_nodes:
         try:
             built = cpsat.build_model(core, best, deadline)
         except cpsat.BuildTimeout:
             built = None
         mark = lap("build", mark)
-    if core.num_nodes and built is None:
+    if core.num_nodes and built is None and "window-search" not in dict(timings):
         # No time left for CP-SAT: the heuristic answer with the trivial bound.
         if best is None:
             return Solution(Status.UNKNOWN, timings_ms=tuple(timings),
                             message="no feasible assignment found in time")
         bound = trivial_bound(core)
         status = Status.OPTIMAL if bound >= best_cost else Status.FEASIBLE
-    elif core.num_nodes:
+    elif built is not None:
         raw = cpsat.solve_model(built, options, deadline - time.perf_counter())
         mark = lap("cpsat", mark)
         raw_status = raw.status

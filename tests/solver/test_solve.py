@@ -99,3 +99,20 @@ def test_contradictory_ties_infeasible() -> None:
     problem = make_problem([[0, 0], [0, 0]], ties=[(0, 1), (1, 0, [1, 0])])
     result = solve(problem, QUICK)
     assert result.status == Status.INFEASIBLE and "ties" in result.message
+
+
+def test_window_search_keeps_feasibility_and_never_worsens() -> None:
+    from solver import lns
+    from solver.heuristics import heuristic
+    from solver.problem import evaluate, memory_feasible
+
+    raw = grid(7, 4, seed=11)
+    problem = build(raw)
+    start = heuristic(problem, 2.0).labels
+    start_cost = cost_of(raw, start)
+    assert start_cost is not None
+    labels, windows = lns.improve(problem, start, time.perf_counter() + 3.0, SolveOptions(),
+                                  window=12, window_time=0.3)
+    assert windows >= 2
+    assert evaluate(problem, labels) == cost_of(raw, labels) <= start_cost
+    assert memory_feasible(problem, labels)
