@@ -10,15 +10,26 @@ Choices where HLO leaves freedom (documented in the op modules): float dots,
 convolutions and add/multiply reductions accumulate in f64 and round once;
 16-bit floats are rounded after every instruction; ``sort`` is stable;
 ``rng``/``rng-bit-generator`` are deterministic stand-ins.
+
+Collectives: ``evaluate`` runs the module as participant (replica 0, partition
+0); a collective whose group holds other participants raises, and
+``evaluate_participants`` runs every participant the header declares
+(``replica_count x num_partitions``) as threads of this process, exchanging
+values at each collective (see :mod:`hlo.interpreter.collectives`). Ops that
+talk to the host or another program (:data:`PEER_OPCODES`) raise when run.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
 
 from hlo.interpreter import (  # noqa: F401  (registers the handlers)
+    async_ops,
+    batch_norm,
+    collectives,
     control,
     custom_calls,
     dot_conv,
@@ -29,11 +40,18 @@ from hlo.interpreter import (  # noqa: F401  (registers the handlers)
     shape_ops,
     sort,
 )
+from hlo.interpreter.async_ops import PEER_OPCODES, register_async_sugar
 from hlo.interpreter.machine import HANDLERS, Machine
+from hlo.interpreter.participants import Exchange, Participant, PeerFailure, World
 from hlo.interpreter.values import TOKEN, InterpretError, Value, dtype_of
 from hlo.ir import Module
 
-__all__ = ["InterpretError", "Machine", "TOKEN", "Value", "dtype_of", "evaluate", "supported_opcodes"]
+__all__ = [
+    "InterpretError", "Machine", "PEER_OPCODES", "TOKEN", "Value", "dtype_of", "evaluate",
+    "evaluate_participants", "supported_opcodes",
+]
+
+register_async_sugar()
 
 
 def evaluate(module: Module, args: Sequence[Value]) -> Value:
@@ -43,5 +61,48 @@ def evaluate(module: Module, args: Sequence[Value]) -> Value:
         return machine.run(module.entry, list(args))
 
 
+def evaluate_participants(module: Module, args_per_participant: Sequence[Sequence[Value]]) -> list[Value]:
+    """Run every participant of ``module`` (one argument list each) and return their results.
+
+    Participants are ordered by flattened id ``replica * num_partitions + partition``;
+    there must be exactly ``replica_count * num_partitions`` of them (module header).
+    Each runs in its own thread; collectives exchange values between them. The
+    first root-cause error (lowest participant id) is raised after all stopped.
+    """
+    world = World.of(module)
+    if len(args_per_participant) != world.size:
+        raise InterpretError(
+            f"module '{module.name}' has {world.size} participants (replica_count="
+            f"{world.replica_count}, num_partitions={world.num_partitions}), "
+            f"got arguments for {len(args_per_participant)}"
+        )
+    exchange = Exchange(world)
+    results: list[Value] = [None] * world.size
+    errors: list[BaseException | None] = [None] * world.size
+
+    def run(flat: int) -> None:
+        me = Participant.from_flat(flat, world)
+        error: BaseException | None = None
+        try:
+            with np.errstate(all="ignore"):
+                results[flat] = Machine(module, me, exchange).run(module.entry, list(args_per_participant[flat]))
+        except BaseException as exc:  # re-raised in the caller's thread below
+            error = errors[flat] = exc
+        finally:
+            exchange.finish(me, error)
+
+    threads = [threading.Thread(target=run, args=(flat,), daemon=True) for flat in range(world.size)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failures = [e for e in errors if e is not None]
+    if failures:
+        roots = [e for e in failures if not isinstance(e, PeerFailure)]
+        raise (roots or failures)[0]
+    return results
+
+
 def supported_opcodes() -> frozenset[str]:
-    return frozenset(HANDLERS) | {"parameter"}
+    """Opcodes the interpreter executes (the :data:`PEER_OPCODES` only raise)."""
+    return (frozenset(HANDLERS) - PEER_OPCODES) | {"parameter"}

@@ -133,7 +133,7 @@ def _is_finite(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return np.isfinite(ops[0].astype(np.float64))
 
 
-@register("count-leading-zeros", elementwise=True)
+@register("count-leading-zeros", "clz", elementwise=True)
 def _clz(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     x = ops[0]
     width = bit_width(x.dtype)

@@ -20,6 +20,7 @@ import numpy as np
 
 from hlo.ir import ComputationRef, Computation, Instruction, Module
 from hlo.shape import ArrayShape, TupleShape
+from hlo.interpreter.participants import Exchange, Participant, World
 from hlo.interpreter.values import InterpretError, Value, check_value, dtype_of
 
 Handler = Callable[["Machine", Instruction, list[Value]], Value]
@@ -77,10 +78,22 @@ def computation_attr(instr: Instruction, name: str) -> str:
 
 
 class Machine:
-    """Runs the computations of one module."""
+    """Runs the computations of one module, as one participant of its collectives.
 
-    def __init__(self, module: Module) -> None:
+    ``participant`` defaults to replica 0, partition 0 of the world the module
+    header declares; ``exchange`` connects the participants of a simulated
+    multi-participant run (``None``: this machine runs alone, see
+    :mod:`hlo.interpreter.collectives`).
+    """
+
+    def __init__(
+        self, module: Module, participant: Participant | None = None, exchange: Exchange | None = None
+    ) -> None:
         self.module = module
+        self.participant = participant or Participant(0, 0, World.of(module))
+        self.exchange = exchange
+        #: instruction name -> how many times this machine has run it (rendezvous keys).
+        self.occurrences: dict[str, int] = {}
         self._computations = {c.name: c for c in module.computations}
         self._batch_safe: dict[str, bool] = {}
         self._indexes: dict[str, dict[str, Instruction]] = {}

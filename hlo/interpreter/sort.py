@@ -1,4 +1,4 @@
-"""``sort``: stable, multi-operand, ordered by the comparator computation.
+"""``sort``: stable, multi-operand, ordered by the comparator computation; ``topk``.
 
 A bottom-up merge sort over every row at once: when two sorted runs merge,
 each element finds its place in the other run by binary search, asking the
@@ -83,3 +83,35 @@ def _sort(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
             for r in rows
         ]
     return tuple(results) if len(ops) > 1 else results[0]
+
+
+def total_order_key(x: np.ndarray) -> np.ndarray:
+    """Integer keys ordering ``x`` like XLA's total order.
+
+    Floats: ``-NaN < -inf < ... < -0.0 < +0.0 < ... < inf < +NaN`` (the sign-magnitude
+    bits of the f64 value made two's complement); integers and ``pred`` keep their
+    own order.
+    """
+    if x.dtype == np.bool_:
+        return x.astype(np.int8)
+    if x.dtype.kind in "iu":
+        return x
+    bits = x.astype(np.float64).view(np.int64)
+    return np.where(bits < 0, bits ^ np.int64(0x7FFFFFFFFFFFFFFF), bits)
+
+
+@register("topk")
+def _topk(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
+    """``topk(x), k, largest``: the ``k`` largest (smallest when ``largest=false``)
+    elements of each row along the last dim, in descending (ascending) order, with
+    their s32 indices. Ties keep the lower index first; floats follow the total
+    order (NaN above +inf, +0.0 above -0.0), as XLA:CPU does."""
+    x = ops[0]
+    k = int(instr.attr("k"))
+    if x.ndim == 0 or not 0 <= k <= x.shape[-1]:
+        raise error_at(instr, f"k={k} does not fit the last dim of {list(x.shape)}")
+    key = total_order_key(x)
+    if bool(instr.attr("largest", True)):
+        key = ~key  # reverses the order exactly (no overflow, unlike negation)
+    order = np.argsort(key, axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, order, axis=-1), order.astype(np.int32)

@@ -7,8 +7,9 @@ from typing import Final
 
 from hlo.shape import ArrayShape, Shape, TupleShape
 
+#: ``count-leading-zeros`` is XLA's spelling of clz; ``clz`` itself is kept for texts that use it.
 ELEMENTWISE_UNARY: Final[frozenset[str]] = frozenset({
-    "abs", "cbrt", "ceil", "clz", "copy", "cosine", "erf", "exponential",
+    "abs", "cbrt", "ceil", "clz", "copy", "cosine", "count-leading-zeros", "erf", "exponential",
     "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one", "logistic",
     "negate", "not", "popcnt", "real", "round-nearest-afz", "round-nearest-even", "rsqrt",
     "sign", "sine", "sqrt", "tan", "tanh",
