@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from hlo.errors import HloError
 from hlo.ir import Module
+
 # Imported under other names so that ``hlo.passes.normalize_layouts`` stays the module.
 from hlo.passes.group_reductions import group_reductions as _group_reductions
 from hlo.passes.normalize_layouts import normalize_layouts as _normalize_layouts
@@ -51,7 +52,11 @@ class PassError(HloError):
 
 def pass_names(names: str | Iterable[str]) -> tuple[str, ...]:
     """Canonical names from ``"a,b"`` or an iterable; unknown names raise :class:`PassError`."""
-    items = [n.strip() for n in names.split(",")] if isinstance(names, str) else [n.strip() for n in names]
+    items = (
+        [n.strip() for n in names.split(",")]
+        if isinstance(names, str)
+        else [n.strip() for n in names]
+    )
     out = []
     for name in items:
         if not name:
@@ -83,7 +88,9 @@ def _verify(module: Module, name: str) -> None:
         raise PassError(f"after pass '{name}': {errors[0]}")
     violations = verify_layouts(module)
     if violations:
-        raise PassError(f"after pass '{name}': {len(violations)} layout violation(s), first: {violations[0]}")
+        raise PassError(
+            f"after pass '{name}': {len(violations)} layout violation(s), first: {violations[0]}"
+        )
 
 
 def passes_for_target(target: Any) -> tuple[str, ...]:

@@ -27,7 +27,12 @@ from hlo.bitcast import is_bitcast
 from hlo.ir import Instruction, Module
 from hlo.passes.instruction_sequence import InstructionSequence, NameTable
 from hlo.passes.normalize_reductions import reduce_inputs
-from hlo.passes.physical_shapes import inverse_permutation, is_descending, is_normalizable, physical_order
+from hlo.passes.physical_shapes import (
+    inverse_permutation,
+    is_descending,
+    is_normalizable,
+    physical_order,
+)
 from hlo.shape import ArrayShape, Shape, TupleShape, default_layout
 
 NAME = "group-reductions"
@@ -39,8 +44,9 @@ def _results(shape: Shape) -> tuple[ArrayShape, ...]:
     return (shape,) if isinstance(shape, ArrayShape) else ()
 
 
-def dim_groups(dims: Sequence[int], reduced: Sequence[int],
-               result_order: Sequence[int] | None) -> list[tuple[bool, tuple[int, ...]]] | None:
+def dim_groups(
+    dims: Sequence[int], reduced: Sequence[int], result_order: Sequence[int] | None
+) -> list[tuple[bool, tuple[int, ...]]] | None:
     """Runs of input dims to merge: ``(is_reduced, dims)`` in order, size-1 dims left out.
 
     ``result_order`` is the results' physical order (result dims, major to minor),
@@ -74,12 +80,15 @@ def _grouped_input(shape: ArrayShape, runs: list[tuple[bool, tuple[int, ...]]]) 
     dims = tuple(math.prod(shape.dims[d] for d in ds) for _, ds in runs)
     layout = shape.layout
     if layout is not None:
-        layout = dataclasses.replace(layout, minor_to_major=default_layout(len(dims)).minor_to_major)
+        layout = dataclasses.replace(
+            layout, minor_to_major=default_layout(len(dims)).minor_to_major
+        )
     return ArrayShape(shape.element_type, dims, layout)
 
 
-def _grouped_result(result: ArrayShape, runs: list[tuple[bool, tuple[int, ...]]],
-                    kept: list[int]) -> ArrayShape:
+def _grouped_result(
+    result: ArrayShape, runs: list[tuple[bool, tuple[int, ...]]], kept: list[int]
+) -> ArrayShape:
     """The result of the grouped reduce: one dim per kept run, in the result's physical order."""
     result_dim = {d: j for j, d in enumerate(kept)}
     kept_runs = [ds for r, ds in runs if not r]
@@ -99,7 +108,8 @@ def _group(instr: Instruction, seq: InstructionSequence) -> bool:
     if not all(is_normalizable(r) for r in results):
         return False
     first = shapes[0]
-    assert isinstance(first, ArrayShape)
+    if not isinstance(first, ArrayShape):
+        return False
     reduced = tuple(instr.attr("dimensions", ()))
     orders = {physical_order(r) for r in results}
     runs = dim_groups(first.dims, reduced, next(iter(orders)) if len(orders) == 1 else None)
@@ -118,16 +128,25 @@ def _group(instr: Instruction, seq: InstructionSequence) -> bool:
     new_dims = tuple(i for i, (r, _) in enumerate(runs) if r)
     tuple_result = isinstance(instr.shape, TupleShape)
     shape: Shape = TupleShape(tuple(grouped_results)) if tuple_result else grouped_results[0]
-    inits = instr.operands[len(instr.operands) // 2:]
+    inits = instr.operands[len(instr.operands) // 2 :]
     attributes = tuple((k, new_dims if k == "dimensions" else v) for k, v in instr.attributes)
-    new = seq.emit(dataclasses.replace(instr, name=seq.names.fresh(f"{instr.name}.grouped"), shape=shape,
-                                       operands=(*new_inputs, *inits), attributes=attributes))
+    new = seq.emit(
+        dataclasses.replace(
+            instr,
+            name=seq.names.fresh(f"{instr.name}.grouped"),
+            shape=shape,
+            operands=(*new_inputs, *inits),
+            attributes=attributes,
+        )
+    )
     if not tuple_result:
         seq.emit(Instruction(instr.name, "bitcast", instr.shape, (new,)))
         return True
     elements = []
     for k, (g, r) in enumerate(zip(grouped_results, results)):
-        element = seq.new(f"{instr.name}.grouped.{k}", "get-tuple-element", g, (new,), (("index", k),))
+        element = seq.new(
+            f"{instr.name}.grouped.{k}", "get-tuple-element", g, (new,), (("index", k),)
+        )
         elements.append(seq.new(f"{instr.name}.result.{k}", "bitcast", r, (element,)))
     seq.emit(Instruction(instr.name, "tuple", instr.shape, tuple(elements)))
     return True
@@ -148,5 +167,7 @@ def group_reductions(module: Module) -> Module:
                 changed = True
                 continue
             seq.emit(instr)
-        computations.append(dataclasses.replace(comp, instructions=tuple(seq.instructions)) if changed else comp)
+        computations.append(
+            dataclasses.replace(comp, instructions=tuple(seq.instructions)) if changed else comp
+        )
     return dataclasses.replace(module, computations=tuple(computations))

@@ -46,11 +46,18 @@ class InstructionSequence:
         self.shapes[instr.name] = instr.shape
         return instr.name
 
-    def new(self, base: str, opcode: str, shape: Shape, operands: Sequence[str],
-            attributes: Sequence[tuple[str, object]] = ()) -> str:
+    def new(
+        self,
+        base: str,
+        opcode: str,
+        shape: Shape,
+        operands: Sequence[str],
+        attributes: Sequence[tuple[str, object]] = (),
+    ) -> str:
         """Emit a fresh instruction named after ``base``."""
-        return self.emit(Instruction(self.names.fresh(base), opcode, shape, tuple(operands),
-                                     tuple(attributes)))
+        return self.emit(
+            Instruction(self.names.fresh(base), opcode, shape, tuple(operands), tuple(attributes))
+        )
 
     def bitcast(self, source: str, shape: ArrayShape, base: str) -> str:
         """``source`` viewed as ``shape`` (no instruction when it already has that shape)."""
@@ -70,4 +77,6 @@ class InstructionSequence:
             return source
         if transpose_is_bitcast(src, shape, dimensions):
             return self.emit(Instruction(name, "bitcast", shape, (source,)))
-        return self.emit(Instruction(name, "transpose", shape, (source,), (("dimensions", dimensions),)))
+        return self.emit(
+            Instruction(name, "transpose", shape, (source,), (("dimensions", dimensions),))
+        )

@@ -120,7 +120,9 @@ def _get_tuple_element(v: ValueForms, instr: Instruction) -> None:
     element = (instr.operands[0], (instr.attr("index"),))
     same = v.original_shape(element) == instr.shape
     if same and v.has_forms(element):
-        v.materialize(element, v.claim(instr.name))  # a rewritten tuple's element: fetch it under this name
+        v.materialize(
+            element, v.claim(instr.name)
+        )  # a rewritten tuple's element: fetch it under this name
         v.alias((instr.name, ()), element)
         return
     _as_is(v, instr)
@@ -155,7 +157,9 @@ def _with_control_edges(instr: Instruction, carrier: dict[str, str]) -> Instruct
     if not preds:
         return instr
     mapped = tuple(carrier.get(p, p) for p in preds)
-    attrs = tuple((k, mapped if k == "control-predecessors" else val) for k, val in instr.attributes)
+    attrs = tuple(
+        (k, mapped if k == "control-predecessors" else val) for k, val in instr.attributes
+    )
     return dataclasses.replace(instr, attributes=attrs)
 
 

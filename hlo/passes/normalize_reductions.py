@@ -106,7 +106,9 @@ def _location(module: Module, instr: Instruction) -> Location | None:
     return Location(module.name, instr.span.line, instr.span.column)
 
 
-def shared_input_order(module: Module, instr: Instruction, input_shapes: Sequence[ArrayShape]) -> tuple[int, ...]:
+def shared_input_order(
+    module: Module, instr: Instruction, input_shapes: Sequence[ArrayShape]
+) -> tuple[int, ...]:
     """The one physical order of all inputs of ``instr`` (LayoutError when they differ)."""
     orders = {physical_order(s) for s in input_shapes}
     if len(orders) > 1:
@@ -125,7 +127,9 @@ def _results(shape: Shape) -> tuple[ArrayShape, ...]:
     return (shape,) if isinstance(shape, ArrayShape) else ()
 
 
-def physical_reduce_shapes(instr: Instruction, order: Sequence[int]) -> tuple[tuple[int, ...], tuple[ArrayShape, ...]]:
+def physical_reduce_shapes(
+    instr: Instruction, order: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[ArrayShape, ...]]:
     """For a reduce whose inputs have physical ``order``: the renumbered reduced
     dims and, per result, the result shape of the reduce over the physical-order
     inputs (kept dims in input physical order, laid out in the original result's
@@ -148,20 +152,23 @@ def physical_reduce_shapes(instr: Instruction, order: Sequence[int]) -> tuple[tu
     return new_dims, tuple(shapes)
 
 
-def reduce_in_physical_order(instr: Instruction, order: Sequence[int], physical_inputs: Sequence[str],
-                             name: str) -> Instruction:
+def reduce_in_physical_order(
+    instr: Instruction, order: Sequence[int], physical_inputs: Sequence[str], name: str
+) -> Instruction:
     """The reduce ``instr`` rewritten to read ``physical_inputs`` (its inputs
     bitcast to their physical-order shapes, whose order is ``order``)."""
     new_dims, results = physical_reduce_shapes(instr, order)
     shape: Shape = TupleShape(results) if isinstance(instr.shape, TupleShape) else results[0]
-    inits = instr.operands[len(instr.operands) // 2:]
+    inits = instr.operands[len(instr.operands) // 2 :]
     attributes = tuple((k, new_dims if k == "dimensions" else v) for k, v in instr.attributes)
-    return dataclasses.replace(instr, name=name, shape=shape, operands=(*physical_inputs, *inits),
-                               attributes=attributes)
+    return dataclasses.replace(
+        instr, name=name, shape=shape, operands=(*physical_inputs, *inits), attributes=attributes
+    )
 
 
-def back_to_original(seq: InstructionSequence, source: str, new_shape: ArrayShape,
-                     original: ArrayShape, name: str) -> str:
+def back_to_original(
+    seq: InstructionSequence, source: str, new_shape: ArrayShape, original: ArrayShape, name: str
+) -> str:
     """Bitcast a physical reduce result back to the original result shape."""
     if new_shape == original:
         return source
@@ -172,7 +179,7 @@ def back_to_original(seq: InstructionSequence, source: str, new_shape: ArrayShap
 
 
 def _transpose_between(src: ArrayShape, dst: ArrayShape) -> tuple[int, ...]:
-    """The permutation that lists ``src``'s dims in ``dst``'s order, matched by physical position."""
+    """The permutation listing ``src``'s dims in ``dst``'s order, matched by physical position."""
     src_pos = inverse_permutation(physical_order(src))
     dst_order = physical_order(dst)
     by_position = {src_pos[d]: d for d in range(src.rank)}
@@ -185,16 +192,22 @@ def _skip_reason(instr: Instruction, input_shapes: Sequence[Shape]) -> str | Non
         if not is_normalizable(s):
             return f"layout of {s} ties data to dims (sparse or split); left as it is"
     for s in input_shapes:
-        assert isinstance(s, ArrayShape)
+        if not isinstance(s, ArrayShape):
+            return f"input of shape {s} is not an array"
         order = physical_order(s)
         if not transpose_is_bitcast(s, physical_shape(s), order):
             return f"{s} cannot be bitcast to its physical-order shape (physical offsets differ)"
     return None
 
 
-def _rewrite_reduce(module: Module, instr: Instruction, seq: InstructionSequence,
-                    cache: dict[tuple[str, ArrayShape], str], skipped: list[SkippedReduce],
-                    comp: Computation) -> bool:
+def _rewrite_reduce(
+    module: Module,
+    instr: Instruction,
+    seq: InstructionSequence,
+    cache: dict[tuple[str, ArrayShape], str],
+    skipped: list[SkippedReduce],
+    comp: Computation,
+) -> bool:
     """Emit the canonical form of ``instr`` into ``seq``; False when it does not apply."""
     inputs = reduce_inputs(instr)
     input_shapes = [seq.shapes[n] for n in inputs]
@@ -217,16 +230,24 @@ def _rewrite_reduce(module: Module, instr: Instruction, seq: InstructionSequence
     if new_results == originals:
         seq.emit(reduce_in_physical_order(instr, order, physical_inputs, instr.name))
         return True
-    new = seq.emit(reduce_in_physical_order(instr, order, physical_inputs,
-                                            seq.names.fresh(f"{instr.name}.canonical")))
+    new = seq.emit(
+        reduce_in_physical_order(
+            instr, order, physical_inputs, seq.names.fresh(f"{instr.name}.canonical")
+        )
+    )
     if not isinstance(instr.shape, TupleShape):
         back_to_original(seq, new, new_results[0], originals[0], instr.name)
         return True
     elements = []
     for k, (new_shape, original) in enumerate(zip(new_results, originals)):
-        element = seq.new(f"{instr.name}.canonical.{k}", "get-tuple-element", new_shape, (new,), (("index", k),))
-        elements.append(back_to_original(seq, element, new_shape, original,
-                                         seq.names.fresh(f"{instr.name}.result.{k}")))
+        element = seq.new(
+            f"{instr.name}.canonical.{k}", "get-tuple-element", new_shape, (new,), (("index", k),)
+        )
+        elements.append(
+            back_to_original(
+                seq, element, new_shape, original, seq.names.fresh(f"{instr.name}.result.{k}")
+            )
+        )
     seq.emit(Instruction(instr.name, "tuple", instr.shape, tuple(elements)))
     return True
 
@@ -244,11 +265,15 @@ def normalize_reductions_with_notes(module: Module) -> tuple[Module, tuple[Skipp
         cache: dict[tuple[str, ArrayShape], str] = {}
         changed = False
         for instr in comp.instructions:
-            if instr.opcode == "reduce" and _rewrite_reduce(module, instr, seq, cache, skipped, comp):
+            if instr.opcode == "reduce" and _rewrite_reduce(
+                module, instr, seq, cache, skipped, comp
+            ):
                 changed = True
                 continue
             seq.emit(instr)
-        computations.append(dataclasses.replace(comp, instructions=tuple(seq.instructions)) if changed else comp)
+        computations.append(
+            dataclasses.replace(comp, instructions=tuple(seq.instructions)) if changed else comp
+        )
     return dataclasses.replace(module, computations=tuple(computations)), tuple(skipped)
 
 

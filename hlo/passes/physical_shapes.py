@@ -27,7 +27,10 @@ def is_descending(shape: Shape) -> bool:
     if isinstance(shape, TupleShape):
         return all(is_descending(e) for e in shape.elements)
     if isinstance(shape, ArrayShape):
-        return shape.layout is None or shape.layout.minor_to_major == default_layout(shape.rank).minor_to_major
+        return (
+            shape.layout is None
+            or shape.layout.minor_to_major == default_layout(shape.rank).minor_to_major
+        )
     return True
 
 
@@ -55,7 +58,9 @@ def permute_dims(shape: ArrayShape, order: Sequence[int]) -> ArrayShape:
     dynamic = tuple(shape.dynamic[d] for d in order) if shape.dynamic else ()
     layout = shape.layout
     if layout is not None:
-        layout = dataclasses.replace(layout, minor_to_major=default_layout(shape.rank).minor_to_major)
+        layout = dataclasses.replace(
+            layout, minor_to_major=default_layout(shape.rank).minor_to_major
+        )
     return ArrayShape(shape.element_type, dims, layout, dynamic)
 
 

@@ -39,13 +39,23 @@ def _located(err: HloError, path: str, text: str) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("normalize")
     def normalize(
-        path: str = typer.Argument(..., metavar="FILE", help="HLO text (.hlo or .hlo.gz); '-' reads stdin."),
+        path: str = typer.Argument(
+            ..., metavar="FILE", help="HLO text (.hlo or .hlo.gz); '-' reads stdin."
+        ),
         passes: str = typer.Option(
-            ",".join(DEFAULT_PASSES), "--passes", "-p",
-            help=f"Comma-separated passes, run in order: {', '.join(PASSES)}."),
-        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+            ",".join(DEFAULT_PASSES),
+            "--passes",
+            "-p",
+            help=f"Comma-separated passes, run in order: {', '.join(PASSES)}.",
+        ),
+        output: Optional[Path] = typer.Option(
+            None, "--output", "-o", help="Write here instead of stdout."
+        ),
         verify: bool = typer.Option(
-            False, "--verify", help="Verify structure and layouts after every pass (exit 1 on failure)."),
+            False,
+            "--verify",
+            help="Verify structure and layouts after every pass (exit 1 on failure).",
+        ),
         short: bool = typer.Option(False, "--short", help="Print bare names, no operand shapes."),
     ) -> None:
         """Rewrite FILE with the normalization passes (default: normalize-reductions)."""

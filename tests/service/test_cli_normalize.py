@@ -45,19 +45,30 @@ def test_passes_in_order_to_a_file_with_verification(tmp_path: Path) -> None:
     path = tmp_path / "copy.hlo"
     path.write_text(COPY)
     target = tmp_path / "out.hlo"
-    result = run(str(path), "--passes", "normalize-layouts,normalize-reductions", "-o", str(target), "--verify")
+    result = run(
+        str(path),
+        "--passes",
+        "normalize-layouts,normalize-reductions",
+        "-o",
+        str(target),
+        "--verify",
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     out = parse_file(target)
     entry = out.entry
-    inner = [i for i in entry.instructions if i.opcode not in ("parameter",) and i.name != entry.root]
+    inner = [
+        i for i in entry.instructions if i.opcode not in ("parameter",) and i.name != entry.root
+    ]
     assert all(is_descending(i.shape) for i in inner)
     assert any(i.opcode == "transpose" for i in entry.instructions)
     assert compare_modules(parse_file(path), out).equivalent
 
 
 def test_verify_reports_a_module_without_layouts() -> None:
-    path = shared_path("xla-cases", "layout_normalization_test", "Copy.hlo")  # ROOT written without a layout
+    path = shared_path(
+        "xla-cases", "layout_normalization_test", "Copy.hlo"
+    )  # ROOT written without a layout
     result = run(str(path), "--passes", "normalize-layouts", "--verify")
     assert result.exit_code == 1
     assert "has no layout" in result.stderr
@@ -88,7 +99,10 @@ def test_unknown_pass_missing_file_and_parse_error(tmp_path: Path) -> None:
     result = run(str(tmp_path / "missing.hlo"))
     assert result.exit_code == 2 and "missing.hlo: error:" in result.stderr
     bad = tmp_path / "bad.hlo"
-    bad.write_text("HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  ROOT r = f32[2]{0} frobnicate(p)\n}\n")
+    bad.write_text(
+        "HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
+        "  ROOT r = f32[2]{0} frobnicate(p)\n}\n"
+    )
     result = run(str(bad))
     assert result.exit_code == 2
     assert result.stderr.startswith(f"{bad}:5:")

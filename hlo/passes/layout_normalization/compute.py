@@ -18,21 +18,71 @@ from hlo.passes.layout_normalization.movement import (
     same_rank_views,
 )
 from hlo.passes.layout_normalization.values import ValueForms
-from hlo.passes.normalize_reductions import reduce_in_physical_order, reduce_inputs, shared_input_order
+from hlo.passes.normalize_reductions import (
+    reduce_in_physical_order,
+    reduce_inputs,
+    shared_input_order,
+)
 from hlo.passes.physical_shapes import inverse_permutation, physical_order, physical_shape
 from hlo.shape import ArrayShape, TupleShape
 
 #: Ops that apply one function element by element (operands of the result's rank
 #: are read at the same index; scalar operands such as clamp bounds are broadcast).
-ELEMENTWISE = frozenset({
-    "abs", "add", "and", "atan2", "bitcast-convert", "cbrt", "ceil", "clamp", "clz", "compare",
-    "complex", "convert", "cosine", "count-leading-zeros", "divide", "erf", "exponential",
-    "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one", "logistic",
-    "map", "maximum", "minimum", "multiply", "negate", "not", "or", "popcnt", "power", "real",
-    "reduce-precision", "remainder", "round-nearest-afz", "round-nearest-even", "rsqrt", "select",
-    "shift-left", "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "sqrt",
-    "stochastic-convert", "subtract", "tan", "tanh", "xor",
-})
+ELEMENTWISE = frozenset(
+    {
+        "abs",
+        "add",
+        "and",
+        "atan2",
+        "bitcast-convert",
+        "cbrt",
+        "ceil",
+        "clamp",
+        "clz",
+        "compare",
+        "complex",
+        "convert",
+        "cosine",
+        "count-leading-zeros",
+        "divide",
+        "erf",
+        "exponential",
+        "exponential-minus-one",
+        "floor",
+        "imag",
+        "is-finite",
+        "log",
+        "log-plus-one",
+        "logistic",
+        "map",
+        "maximum",
+        "minimum",
+        "multiply",
+        "negate",
+        "not",
+        "or",
+        "popcnt",
+        "power",
+        "real",
+        "reduce-precision",
+        "remainder",
+        "round-nearest-afz",
+        "round-nearest-even",
+        "rsqrt",
+        "select",
+        "shift-left",
+        "shift-right-arithmetic",
+        "shift-right-logical",
+        "sign",
+        "sine",
+        "sqrt",
+        "stochastic-convert",
+        "subtract",
+        "tan",
+        "tanh",
+        "xor",
+    }
+)
 
 
 def handle_elementwise(v: ValueForms, instr: Instruction) -> bool:
@@ -59,8 +109,10 @@ def handle_constant(v: ValueForms, instr: Instruction) -> bool:
     values[:] = literal.values
     permuted = tuple(values.reshape(shape.dims).transpose(order).ravel().tolist())
     new_shape = physical_shape(shape)
-    new_literal = Literal(new_shape if literal.shape == shape else physical_shape(literal.shape),  # type: ignore[arg-type]
-                          permuted)
+    new_literal = Literal(
+        new_shape if literal.shape == shape else physical_shape(literal.shape),  # type: ignore[arg-type]
+        permuted,
+    )
     emit_normalized(v, instr, [], replace_attrs(instr, literal=new_literal))
     return True
 
@@ -87,7 +139,9 @@ def handle_reduce_window(v: ValueForms, instr: Instruction) -> bool:
         return False  # variadic: left as it is
     order, _ = result_order(instr)
     views = same_rank_views(v, instr, order)
-    emit_normalized(v, instr, views, replace_attrs(instr, window=permute_window(instr.attr("window"), order)))
+    emit_normalized(
+        v, instr, views, replace_attrs(instr, window=permute_window(instr.attr("window"), order))
+    )
     return True
 
 
@@ -101,15 +155,19 @@ def handle_convolution(v: ValueForms, instr: Instruction) -> bool:
     kp = inverse_permutation(physical_order(array(v, rhs)))
     _, op = result_order(instr)
     new_labels = ConvDimLabels(
-        input_batch=lp[labels.input_batch], input_feature=lp[labels.input_feature],
+        input_batch=lp[labels.input_batch],
+        input_feature=lp[labels.input_feature],
         input_spatial=tuple(lp[d] for d in labels.input_spatial),
         kernel_input_feature=kp[labels.kernel_input_feature],
         kernel_output_feature=kp[labels.kernel_output_feature],
         kernel_spatial=tuple(kp[d] for d in labels.kernel_spatial),
-        output_batch=op[labels.output_batch], output_feature=op[labels.output_feature],
+        output_batch=op[labels.output_batch],
+        output_feature=op[labels.output_feature],
         output_spatial=tuple(op[d] for d in labels.output_spatial),
     )
-    emit_normalized(v, instr, [v.norm(key(lhs)), v.norm(key(rhs))], replace_attrs(instr, dim_labels=new_labels))
+    emit_normalized(
+        v, instr, [v.norm(key(lhs)), v.norm(key(rhs))], replace_attrs(instr, dim_labels=new_labels)
+    )
     return True
 
 
@@ -127,7 +185,10 @@ def handle_dot(v: ValueForms, instr: Instruction) -> bool:
     lhs, rhs = instr.operands
     ls, rs = array(v, lhs), array(v, rhs)
     lb, rb = tuple(instr.attr("lhs_batch_dims", ())), tuple(instr.attr("rhs_batch_dims", ()))
-    lc, rc = tuple(instr.attr("lhs_contracting_dims", ())), tuple(instr.attr("rhs_contracting_dims", ()))
+    lc, rc = (
+        tuple(instr.attr("lhs_contracting_dims", ())),
+        tuple(instr.attr("rhs_contracting_dims", ())),
+    )
     lpos, rpos = inverse_permutation(physical_order(ls)), inverse_permutation(physical_order(rs))
     lfree = [d for d in range(ls.rank) if d not in lb and d not in lc]
     rfree = [d for d in range(rs.rank) if d not in rb and d not in rc]
@@ -139,14 +200,20 @@ def handle_dot(v: ValueForms, instr: Instruction) -> bool:
         return False
     lfree_phys = sorted(lfree, key=lambda d: lpos[d])
     rfree_phys = sorted(rfree, key=lambda d: rpos[d])
-    want = [nb + lfree.index(d) for d in lfree_phys] + [nb + len(lfree) + rfree.index(d) for d in rfree_phys]
+    want = [nb + lfree.index(d) for d in lfree_phys] + [
+        nb + len(lfree) + rfree.index(d) for d in rfree_phys
+    ]
     if list(order[nb:]) != want:
         return False
     new_lb = tuple(lpos[lb[o]] for o in batch_first)
     new_rb = tuple(rpos[rb[o]] for o in batch_first)
-    attrs = replace_attrs(instr, lhs_batch_dims=new_lb, rhs_batch_dims=new_rb,
-                          lhs_contracting_dims=tuple(lpos[d] for d in lc),
-                          rhs_contracting_dims=tuple(rpos[d] for d in rc))
+    attrs = replace_attrs(
+        instr,
+        lhs_batch_dims=new_lb,
+        rhs_batch_dims=new_rb,
+        lhs_contracting_dims=tuple(lpos[d] for d in lc),
+        rhs_contracting_dims=tuple(rpos[d] for d in rc),
+    )
     emit_normalized(v, instr, [v.norm(key(lhs)), v.norm(key(rhs))], attrs)
     return True
 
@@ -167,8 +234,11 @@ def handle_sort(v: ValueForms, instr: Instruction) -> bool:
         emit_normalized(v, instr, operands, attrs)
         return True
     shape = TupleShape(tuple(physical_shape(r) for r in results))  # type: ignore[arg-type]
-    name = v.emit(dataclasses.replace(instr, name=v.claim(instr.name), shape=shape, operands=tuple(operands),
-                                      attributes=attrs))
+    name = v.emit(
+        dataclasses.replace(
+            instr, name=v.claim(instr.name), shape=shape, operands=tuple(operands), attributes=attrs
+        )
+    )
     for k in range(len(results)):
         v.define_source((instr.name, (k,)), name, k)
     return True

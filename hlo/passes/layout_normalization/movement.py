@@ -18,7 +18,12 @@ from collections.abc import Sequence
 from hlo.bitcast import reshape_rule_holds
 from hlo.ir import Instruction, PaddingConfig, Window
 from hlo.passes.layout_normalization.values import Key, ValueForms
-from hlo.passes.physical_shapes import inverse_permutation, permute_dims, physical_order, physical_shape
+from hlo.passes.physical_shapes import (
+    inverse_permutation,
+    permute_dims,
+    physical_order,
+    physical_shape,
+)
 from hlo.shape import ArrayShape
 
 
@@ -43,9 +48,14 @@ def replace_attrs(instr: Instruction, **changes: object) -> tuple[tuple[str, obj
     return tuple((k, changes.get(k, v)) for k, v in instr.attributes)
 
 
-def emit_normalized(v: ValueForms, instr: Instruction, operands: Sequence[str],
-                    attributes: tuple[tuple[str, object], ...] | None = None,
-                    shape: ArrayShape | None = None, opcode: str | None = None) -> str:
+def emit_normalized(
+    v: ValueForms,
+    instr: Instruction,
+    operands: Sequence[str],
+    attributes: tuple[tuple[str, object], ...] | None = None,
+    shape: ArrayShape | None = None,
+    opcode: str | None = None,
+) -> str:
     """Emit ``instr`` with new operands/attributes and its physical-order result shape."""
     new = dataclasses.replace(
         instr,
@@ -85,8 +95,12 @@ def handle_copy(v: ValueForms, instr: Instruction) -> bool:
         return True
     shape = array(v, op)
     position = inverse_permutation(physical_order(shape))
-    made = v.seq.permute(v.norm(key(op)), tuple(position[d] for d in order),
-                         physical_shape(instr.array_shape), v.claim(instr.name))
+    made = v.seq.permute(
+        v.norm(key(op)),
+        tuple(position[d] for d in order),
+        physical_shape(instr.array_shape),
+        v.claim(instr.name),
+    )
     v.define(key(instr.name), made)
     return True
 
@@ -98,7 +112,9 @@ def handle_transpose(v: ValueForms, instr: Instruction) -> bool:
     order, _ = result_order(instr)
     op_position = inverse_permutation(physical_order(array(v, op)))
     perm = tuple(op_position[dims[d]] for d in order)
-    made = v.seq.permute(v.norm(key(op)), perm, physical_shape(instr.array_shape), v.claim(instr.name))
+    made = v.seq.permute(
+        v.norm(key(op)), perm, physical_shape(instr.array_shape), v.claim(instr.name)
+    )
     v.define(key(instr.name), made)
     return True
 
@@ -108,8 +124,12 @@ def handle_reshape(v: ValueForms, instr: Instruction) -> bool:
     reshape between physical-order shapes; any other goes through logical order."""
     op = instr.operands[0]
     src, dst = array(v, op), instr.array_shape
-    if reshape_rule_holds(src.dims, src.effective_layout().minor_to_major,
-                          dst.dims, dst.effective_layout().minor_to_major):
+    if reshape_rule_holds(
+        src.dims,
+        src.effective_layout().minor_to_major,
+        dst.dims,
+        dst.effective_layout().minor_to_major,
+    ):
         emit_normalized(v, instr, [v.norm(key(op))])
         return True
     logical_in = v.view(key(op), tuple(range(src.rank)), f"{op}.logical")
@@ -133,7 +153,9 @@ def handle_broadcast(v: ValueForms, instr: Instruction) -> bool:
 
 def handle_iota(v: ValueForms, instr: Instruction) -> bool:
     _, position = result_order(instr)
-    emit_normalized(v, instr, [], replace_attrs(instr, iota_dimension=position[instr.attr("iota_dimension")]))
+    emit_normalized(
+        v, instr, [], replace_attrs(instr, iota_dimension=position[instr.attr("iota_dimension")])
+    )
     return True
 
 
@@ -157,21 +179,29 @@ def handle_pad(v: ValueForms, instr: Instruction) -> bool:
 def handle_reverse(v: ValueForms, instr: Instruction) -> bool:
     order, position = result_order(instr)
     dims = tuple(sorted(position[d] for d in instr.attr("dimensions", ())))
-    emit_normalized(v, instr, same_rank_views(v, instr, order), replace_attrs(instr, dimensions=dims))
+    emit_normalized(
+        v, instr, same_rank_views(v, instr, order), replace_attrs(instr, dimensions=dims)
+    )
     return True
 
 
 def handle_concatenate(v: ValueForms, instr: Instruction) -> bool:
     order, position = result_order(instr)
     (dim,) = tuple(instr.attr("dimensions"))
-    emit_normalized(v, instr, same_rank_views(v, instr, order), replace_attrs(instr, dimensions=(position[dim],)))
+    emit_normalized(
+        v,
+        instr,
+        same_rank_views(v, instr, order),
+        replace_attrs(instr, dimensions=(position[dim],)),
+    )
     return True
 
 
 def _start_indices_scalar(v: ValueForms, instr: Instruction, first: int) -> bool:
     starts = instr.operands[first:]
     return len(starts) == instr.array_shape.rank and all(
-        isinstance(v.original[s], ArrayShape) and v.original[s].rank == 0 for s in starts)  # type: ignore[union-attr]
+        isinstance(v.original[s], ArrayShape) and v.original[s].rank == 0 for s in starts
+    )  # type: ignore[union-attr]
 
 
 def handle_dynamic_slice(v: ValueForms, instr: Instruction) -> bool:
@@ -181,8 +211,12 @@ def handle_dynamic_slice(v: ValueForms, instr: Instruction) -> bool:
     operand = v.view(key(instr.operands[0]), order, f"{instr.operands[0]}.relayout")
     starts = [v.orig(key(instr.operands[1 + d])) for d in order]
     sizes = tuple(instr.attr("dynamic_slice_sizes"))
-    emit_normalized(v, instr, [operand, *starts],
-                    replace_attrs(instr, dynamic_slice_sizes=tuple(sizes[d] for d in order)))
+    emit_normalized(
+        v,
+        instr,
+        [operand, *starts],
+        replace_attrs(instr, dynamic_slice_sizes=tuple(sizes[d] for d in order)),
+    )
     return True
 
 

@@ -20,7 +20,12 @@ from collections.abc import Sequence
 
 from hlo.ir import Computation, Instruction, Module
 from hlo.passes.instruction_sequence import InstructionSequence, NameTable
-from hlo.passes.physical_shapes import inverse_permutation, permute_dims, physical_order, physical_shape
+from hlo.passes.physical_shapes import (
+    inverse_permutation,
+    permute_dims,
+    physical_order,
+    physical_shape,
+)
 from hlo.shape import ArrayShape, Shape, TupleShape, subshape
 
 Key = tuple[str, tuple[int, ...]]
@@ -94,7 +99,7 @@ class ValueForms:
         name, path = key
         if isinstance(shape, TupleShape):
             original = self.original_shape(key)
-            assert isinstance(original, TupleShape)
+            original = _tuple_shape(original)
             parts = [self.get((name, (*path, i)), e) for i, e in enumerate(original.elements)]
             made = self.seq.new(f"{name}.tuple", "tuple", shape, parts)
         elif not isinstance(shape, ArrayShape):
@@ -102,7 +107,11 @@ class ValueForms:
         else:
             arrays = [n for s, n in forms.items() if isinstance(s, ArrayShape)]
             if arrays:
-                made = self.seq.bitcast(arrays[0], shape, f"{name}.{'physical' if shape == self.physical(key) else 'bitcast'}")
+                made = self.seq.bitcast(
+                    arrays[0],
+                    shape,
+                    f"{name}.{'physical' if shape == self.physical(key) else 'bitcast'}",
+                )
             else:
                 made = self._element(key, self.original_shape(key))
                 if self.seq.shapes[made] != shape:
@@ -118,16 +127,24 @@ class ValueForms:
         if source is not None:
             tuple_name, index = source
             tuple_shape = self.seq.shapes[tuple_name]
-            assert isinstance(tuple_shape, TupleShape)
+            tuple_shape = _tuple_shape(tuple_shape)
             element = tuple_shape.elements[index]
-            made = self.seq.emit(Instruction(name_as or self.names.fresh(f"{tuple_name}.{index}"),
-                                             "get-tuple-element", element, (tuple_name,), (("index", index),)))
+            made = self.seq.emit(
+                Instruction(
+                    name_as or self.names.fresh(f"{tuple_name}.{index}"),
+                    "get-tuple-element",
+                    element,
+                    (tuple_name,),
+                    (("index", index),),
+                )
+            )
         else:
             if not path:
                 raise KeyError(f"value '{name}' has no form yet")
             parent = self.orig((name, path[:-1]))
-            made = self.seq.new(f"{name}.{path[-1]}", "get-tuple-element", shape, (parent,),
-                                (("index", path[-1]),))
+            made = self.seq.new(
+                f"{name}.{path[-1]}", "get-tuple-element", shape, (parent,), (("index", path[-1]),)
+            )
         self._forms.setdefault(key, {})[self.seq.shapes[made]] = made
         return made
 
@@ -150,7 +167,7 @@ class ValueForms:
 
     def physical(self, key: Key) -> ArrayShape:
         shape = self.original_shape(key)
-        assert isinstance(shape, ArrayShape)
+        shape = _array_shape(shape)
         return physical_shape(shape)
 
     def norm(self, key: Key) -> str:
@@ -164,7 +181,7 @@ class ValueForms:
         (a bitcast when they differ only in size-1 dims, else a real transpose).
         """
         shape = self.original_shape(key)
-        assert isinstance(shape, ArrayShape)
+        shape = _array_shape(shape)
         order = tuple(order)
         source = self.norm(key)
         if order == physical_order(shape):
@@ -175,10 +192,26 @@ class ValueForms:
         # A view is another logical array (a transpose of the value), never one of
         # its forms, even when its shape happens to equal a form's (square dims).
         position = inverse_permutation(physical_order(shape))
-        made = self.seq.permute(source, tuple(position[d] for d in order), permute_dims(shape, order),
-                                self.names.fresh(base))
+        made = self.seq.permute(
+            source,
+            tuple(position[d] for d in order),
+            permute_dims(shape, order),
+            self.names.fresh(base),
+        )
         self._views[(resolved, order)] = made
         return made
 
     def emit(self, instr: Instruction) -> str:
         return self.seq.emit(instr)
+
+
+def _tuple_shape(shape: Shape) -> TupleShape:
+    if not isinstance(shape, TupleShape):
+        raise TypeError(f"expected a tuple shape, got {shape}")
+    return shape
+
+
+def _array_shape(shape: Shape) -> ArrayShape:
+    if not isinstance(shape, ArrayShape):
+        raise TypeError(f"expected an array shape, got {shape}")
+    return shape

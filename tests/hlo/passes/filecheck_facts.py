@@ -88,7 +88,7 @@ def _shape_and_call(rest: str) -> tuple[str, str, str, str]:
         elif ch in ")]}":
             depth -= 1
         elif ch == " " and depth == 0:
-            shape, call = rest[:i], rest[i + 1:].strip()
+            shape, call = rest[:i], rest[i + 1 :].strip()
             break
     else:
         raise ValueError(f"cannot split {rest!r}")
@@ -104,7 +104,7 @@ def _shape_and_call(rest: str) -> tuple[str, str, str, str]:
                 break
     else:
         end = len(after)
-    return shape.strip(), opcode.strip(), after[:end], after[end + 1:]
+    return shape.strip(), opcode.strip(), after[:end], after[end + 1 :]
 
 
 def _var(text: str) -> tuple[str, bool] | None:
@@ -125,12 +125,18 @@ def check(module: Module, expected: str) -> None:
     for fact in facts(expected):
         if fact.kind == "-SAME":
             body = re.sub(r"\s+", "", fact.body)
-            assert body in re.sub(r"\s+", "", last_text), f"CHECK-SAME {fact.body!r} not in {last_text!r}"
+            assert body in re.sub(r"\s+", "", last_text), (
+                f"CHECK-SAME {fact.body!r} not in {last_text!r}"
+            )
             continue
         m = _DEF.match(fact.body)
         if m and "[[" not in m.group("lhs") and not m.group("lhs").startswith("%"):
             m = None  # "f32[2]{0} bitcast(...)": no name on the left
-        lhs, is_root, rest = (m.group("lhs"), bool(m.group("root")), m.group("rest")) if m else (None, False, fact.body)
+        lhs, is_root, rest = (
+            (m.group("lhs"), bool(m.group("root")), m.group("rest"))
+            if m
+            else (None, False, fact.body)
+        )
         shape, opcode, args, attrs = _shape_and_call(rest)
         candidates = range(at + 1, at + 2) if fact.kind == "-NEXT" else range(at + 1, len(lines))
         found = None
@@ -144,7 +150,8 @@ def check(module: Module, expected: str) -> None:
                 break
         assert found is not None, (
             f"no instruction matches CHECK{fact.kind}: {fact.body}\nafter line {at}:\n"
-            + "\n".join(t for _, t in lines))
+            + "\n".join(t for _, t in lines)
+        )
         at = found
         last_text = lines[found][1]
 

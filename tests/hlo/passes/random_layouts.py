@@ -25,8 +25,9 @@ def _scramble(shape: Shape, rng: np.random.Generator, tiles: tuple[Tile, ...]) -
         if shape.layout.dim_levels or shape.layout.split_configs:
             return shape
         mtm = tuple(int(d) for d in rng.permutation(shape.rank))
-        return shape.with_layout(dataclasses.replace(shape.layout, minor_to_major=mtm,
-                                                     tiles=tiles or shape.layout.tiles))
+        return shape.with_layout(
+            dataclasses.replace(shape.layout, minor_to_major=mtm, tiles=tiles or shape.layout.tiles)
+        )
     return shape
 
 
@@ -37,24 +38,36 @@ def scramble_layouts(module: Module, seed: int, tiles: tuple[Tile, ...] = ()) ->
     computations = []
     for comp in module.computations:
         pinned = {i.name for i in comp.instructions if i.opcode == "bitcast"}
-        pinned |= {o for i in comp.instructions if i.opcode in ("bitcast", "bitcast-convert") for o in i.operands}
+        pinned |= {
+            o
+            for i in comp.instructions
+            if i.opcode in ("bitcast", "bitcast-convert")
+            for o in i.operands
+        }
         if comp.is_entry:
             pinned |= {i.name for i in comp.instructions if i.opcode == "parameter"} | {comp.root}
         called_with_signature = comp.parameters is not None or not comp.is_entry
         instructions = []
         for instr in comp.instructions:
-            if instr.name in pinned or (called_with_signature and not comp.is_entry
-                                        and (instr.opcode == "parameter" or instr.name == comp.root)):
+            if instr.name in pinned or (
+                called_with_signature
+                and not comp.is_entry
+                and (instr.opcode == "parameter" or instr.name == comp.root)
+            ):
                 instructions.append(instr)
                 continue
             shape = _scramble(instr.shape, rng, tiles)
             attributes = instr.attributes
             literal = instr.attr("literal")
             if isinstance(literal, Literal) and isinstance(shape, ArrayShape):
-                attributes = tuple((k, dataclasses.replace(literal, shape=shape) if k == "literal" else v)
-                                   for k, v in attributes)
+                attributes = tuple(
+                    (k, dataclasses.replace(literal, shape=shape) if k == "literal" else v)
+                    for k, v in attributes
+                )
             instructions.append(dataclasses.replace(instr, shape=shape, attributes=attributes))
-        computations.append(dataclasses.replace(comp, instructions=_shared_reduce_layouts(instructions, pinned)))
+        computations.append(
+            dataclasses.replace(comp, instructions=_shared_reduce_layouts(instructions, pinned))
+        )
     return dataclasses.replace(module, computations=tuple(computations))
 
 
@@ -70,5 +83,7 @@ def _shared_reduce_layouts(instructions: list, pinned: set[str]) -> tuple:
         for n in inputs:
             if n not in pinned:
                 old = instructions[by_name[n]]
-                instructions[by_name[n]] = dataclasses.replace(old, shape=old.shape.with_layout(layout))
+                instructions[by_name[n]] = dataclasses.replace(
+                    old, shape=old.shape.with_layout(layout)
+                )
     return tuple(instructions)

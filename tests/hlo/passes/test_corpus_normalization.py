@@ -54,7 +54,9 @@ def original(name: str) -> Module:
 @functools.cache
 def scrambled(name: str, tiled: bool) -> Module:
     tiles = (Tile((2, 2)),) if tiled else ()
-    return scramble_layouts(original(name), seed=NAMES.index(name) + (100 if tiled else 0), tiles=tiles)
+    return scramble_layouts(
+        original(name), seed=NAMES.index(name) + (100 if tiled else 0), tiles=tiles
+    )
 
 
 @functools.cache
@@ -101,8 +103,20 @@ def test_random_tiled_layouts_normalize_equivalently(name: str) -> None:
 
 #: Our own layout assignment's outputs, per target, on the modules light enough to
 #: interpret four times over (the rest are covered above with XLA's and random layouts).
-ASSIGNED = [n for n in NAMES if n not in _SLOW | {"attention_fwd", "gpt_fwd_2l", "conv2d_nchw",
-                                                  "transformer_block_train", "lstm_train", "linalg_custom_calls"}]
+ASSIGNED = [
+    n
+    for n in NAMES
+    if n
+    not in _SLOW
+    | {
+        "attention_fwd",
+        "gpt_fwd_2l",
+        "conv2d_nchw",
+        "transformer_block_train",
+        "lstm_train",
+        "linalg_custom_calls",
+    }
+]
 TARGETS = ("cpu", "gpu", "tpu", "ascend")
 
 
@@ -125,7 +139,11 @@ def test_assigned_layouts_normalize_equivalently(name: str, target: str) -> None
         # Tile mismatches on tied ops that the assignment itself made stay as they were;
         # the normalization adds none, and no dim-order violation at all.
         assert len(verify_layouts(rewritten)) <= len(verify_layouts(laid_out))
-        assert verify_layouts(rewritten, compare_tiles=False) == verify_layouts(laid_out, compare_tiles=False) == []
+        assert (
+            verify_layouts(rewritten, compare_tiles=False)
+            == verify_layouts(laid_out, compare_tiles=False)
+            == []
+        )
     assert non_canonical_reduces(out) == []
     if passes_for_target(load_target(target)):
         assert non_canonical_reduces(own) == []
@@ -155,7 +173,9 @@ def test_xla_parser_accepts_every_normalized_module(tmp_path: Path) -> None:
         for variant in ("xla", "random", "tiled"):
             if variant == "tiled" and name in _SLOW:
                 continue
-            (tmp_path / f"{name}.{variant}.hlo").write_text(print_module(normalized(name, variant)[1]))
+            (tmp_path / f"{name}.{variant}.hlo").write_text(
+                print_module(normalized(name, variant)[1])
+            )
             count += 1
     for name in ASSIGNED:
         for target in TARGETS:
@@ -163,8 +183,12 @@ def test_xla_parser_accepts_every_normalized_module(tmp_path: Path) -> None:
             (tmp_path / f"{name}.{target}.own.hlo").write_text(print_module(own))
             (tmp_path / f"{name}.{target}.all.hlo").write_text(print_module(out))
             count += 2
-    result = subprocess.run([sys.executable, "-c", _PARSE_ALL, str(tmp_path)],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", _PARSE_ALL, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     failures = json.loads(result.stdout.strip().splitlines()[-1])
     assert failures == {}, f"{len(failures)} of {count} rejected: {failures}"

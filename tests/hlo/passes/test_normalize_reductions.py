@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from hlo.equivalence import compare_modules
+from hlo.errors import HloError
 from hlo.ir import Module
 from hlo.layout_verifier import verify_layouts
 from hlo.parser import parse_module
@@ -26,7 +27,6 @@ from hlo.passes.normalize_reductions import (
     normalize_reductions_with_notes,
 )
 from hlo.printer import print_module
-from hlo.errors import HloError
 from hlo.shape import COMBINED, ArrayShape, Layout, Tile
 from hlo.tiling import physical_element_count
 from hlo.verifier import verify_module
@@ -50,7 +50,9 @@ add2 {
 """
 
 
-def reduce_module(inp: ArrayShape, out: ArrayShape, reduced: tuple[int, ...], variadic: bool) -> Module:
+def reduce_module(
+    inp: ArrayShape, out: ArrayShape, reduced: tuple[int, ...], variadic: bool
+) -> Module:
     dims = "{" + ",".join(map(str, reduced)) + "}"
     if variadic:
         body = f"""ENTRY e {{
@@ -120,13 +122,19 @@ def test_random_reduces_become_canonical_and_stay_equivalent(module: Module) -> 
     assert non_canonical_reduces(grouped) == []
     _proved(module, grouped)
     assert group_reductions(grouped) == grouped
-    both = run_passes(module, ["normalize-layouts", "normalize-reductions", "group-reductions"], verify=True)
+    both = run_passes(
+        module, ["normalize-layouts", "normalize-reductions", "group-reductions"], verify=True
+    )
     _proved(module, both)
 
 
 def test_canonical_reduce_is_left_alone() -> None:
-    module = reduce_module(ArrayShape("s32", (4, 6), None).with_layout(_mtm(1, 0)),
-                           ArrayShape("s32", (6,), _mtm(0)), (0,), False)
+    module = reduce_module(
+        ArrayShape("s32", (4, 6), None).with_layout(_mtm(1, 0)),
+        ArrayShape("s32", (6,), _mtm(0)),
+        (0,),
+        False,
+    )
     assert non_canonical_reduces(module) == []
     assert normalize_reductions(module) == module
 
@@ -162,8 +170,12 @@ ENTRY e {
 def test_grouping_makes_a_column_reduction() -> None:
     """XLA's example input after normalization: three reduced dims merge into one
     major dim, the five kept dims (in result order) into one minor dim."""
-    module = reduce_module(ArrayShape("s32", (5, 3, 3, 4, 12, 12, 16, 5), _mtm(7, 6, 5, 4, 3, 2, 1, 0)),
-                           ArrayShape("s32", (4, 12, 12, 16, 5), _mtm(4, 3, 2, 1, 0)), (0, 1, 2), False)
+    module = reduce_module(
+        ArrayShape("s32", (5, 3, 3, 4, 12, 12, 16, 5), _mtm(7, 6, 5, 4, 3, 2, 1, 0)),
+        ArrayShape("s32", (4, 12, 12, 16, 5), _mtm(4, 3, 2, 1, 0)),
+        (0, 1, 2),
+        False,
+    )
     out = group_reductions(module)
     reduce = next(i for i in out.entry.instructions if i.opcode == "reduce")
     operand = out.entry.instruction(reduce.operands[0])
@@ -176,14 +188,22 @@ def test_grouping_makes_a_column_reduction() -> None:
 def test_grouping_respects_the_result_order() -> None:
     """Kept dims merge only where the result keeps them adjacent and in order."""
     assert dim_groups((2, 3, 4, 5), (0,), (0, 1, 2)) == [(True, (0,)), (False, (1, 2, 3))]
-    assert dim_groups((2, 3, 4, 5), (0,), (2, 0, 1)) == [(True, (0,)), (False, (1, 2)), (False, (3,))]
+    assert dim_groups((2, 3, 4, 5), (0,), (2, 0, 1)) == [
+        (True, (0,)),
+        (False, (1, 2)),
+        (False, (3,)),
+    ]
     assert dim_groups((2, 1, 4, 5), (1, 3), (0, 1)) == [(False, (0, 2)), (True, (3,))]
     assert dim_groups((2, 1, 4), (1,), (0, 1)) is None
 
 
 def test_variadic_reduce_shares_one_input_order() -> None:
-    module = reduce_module(ArrayShape("s32", (3, 4, 5), _mtm(0, 2, 1)), ArrayShape("s32", (3, 5), _mtm(0, 1)),
-                           (1,), True)
+    module = reduce_module(
+        ArrayShape("s32", (3, 4, 5), _mtm(0, 2, 1)),
+        ArrayShape("s32", (3, 5), _mtm(0, 1)),
+        (1,),
+        True,
+    )
     out = normalize_reductions(module)
     reduce = next(i for i in out.entry.instructions if i.opcode == "reduce")
     shapes = {str(out.entry.instruction(n).shape) for n in reduce.operands[:2]}
@@ -193,9 +213,31 @@ def test_variadic_reduce_shares_one_input_order() -> None:
 
 
 def test_the_pass_keeps_the_module_otherwise() -> None:
-    module = reduce_module(ArrayShape("s32", (3, 4), _mtm(0, 1)), ArrayShape("s32", (3,), _mtm(0)), (1,), False)
+    module = reduce_module(
+        ArrayShape("s32", (3, 4), _mtm(0, 1)), ArrayShape("s32", (3,), _mtm(0)), (1,), False
+    )
     out = normalize_reductions(module)
     assert out.attributes == module.attributes
     assert [c.name for c in out.computations] == [c.name for c in module.computations]
     assert out.computations[0] == module.computations[0]
     assert dataclasses.replace(out, computations=module.computations) == module
+
+
+def test_a_reduce_that_cannot_be_permuted_is_left_with_a_reason() -> None:
+    module = parse_module("""HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[4,6]{0,1:D(D,C)} parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[6]{0} reduce(p, z), dimensions={0}, to_apply=add
+}""")
+    out, skipped = normalize_reductions_with_notes(module)
+    assert out == module
+    (note,) = skipped
+    assert (note.computation, note.instruction) == ("e", "r")
+    assert "sparse" in note.reason
+    assert non_canonical_reduces(out) == [("e", "r")]

@@ -19,7 +19,11 @@ from hlo.interpreter import evaluate
 from hlo.layout_verifier import verify_layouts
 from hlo.passes import run_passes
 from hlo.passes.normalize_layouts import normalize_layouts
-from hlo.passes.normalize_reductions import is_canonical_reduce, non_canonical_reduces, normalize_reductions
+from hlo.passes.normalize_reductions import (
+    is_canonical_reduce,
+    non_canonical_reduces,
+    normalize_reductions,
+)
 from hlo.passes.physical_shapes import is_descending
 from hlo.verifier import verify_module
 
@@ -34,8 +38,9 @@ def _proved(original, rewritten) -> None:  # noqa: ANN001
     assert report.equivalent, report.difference
 
 
-@pytest.mark.parametrize("case", [c for c in cases(REDUCTIONS) if c.get("expected_filecheck")],
-                         ids=lambda c: c["file"])
+@pytest.mark.parametrize(
+    "case", [c for c in cases(REDUCTIONS) if c.get("expected_filecheck")], ids=lambda c: c["file"]
+)
 def test_reduction_normalizer_case(case: dict) -> None:
     module = load(REDUCTIONS, case["file"])
     assert non_canonical_reduces(module), "the case starts non-canonical"

@@ -48,9 +48,16 @@ def load(folder: str, file: str) -> Module:
         for instr in comp.instructions:
             shape = instr.shape
             if isinstance(shape, ArrayShape) and shape.layout is None:
-                inherited = next((shapes[o] for o in instr.operands
-                                  if isinstance(shapes.get(o), ArrayShape) and shapes[o].dims == shape.dims
-                                  and shapes[o].layout is not None), None)
+                inherited = next(
+                    (
+                        shapes[o]
+                        for o in instr.operands
+                        if isinstance(shapes.get(o), ArrayShape)
+                        and shapes[o].dims == shape.dims
+                        and shapes[o].layout is not None
+                    ),
+                    None,
+                )
                 layout = inherited.layout if inherited is not None else default_layout(shape.rank)
                 shape = shape.with_layout(layout)
                 instr = dataclasses.replace(instr, shape=shape)
@@ -59,7 +66,10 @@ def load(folder: str, file: str) -> Module:
         computations.append(dataclasses.replace(comp, instructions=tuple(instructions)))
     module = dataclasses.replace(module, computations=tuple(computations))
     entry = module.entry
-    layout = ProgramShape(tuple(p.shape for p in entry.parameter_instructions()), entry.root_instruction.shape)
-    attributes = tuple((k, layout if k == "entry_computation_layout" else v)
-                       for k, v in module.attributes)
+    layout = ProgramShape(
+        tuple(p.shape for p in entry.parameter_instructions()), entry.root_instruction.shape
+    )
+    attributes = tuple(
+        (k, layout if k == "entry_computation_layout" else v) for k, v in module.attributes
+    )
     return dataclasses.replace(module, attributes=attributes)
