@@ -145,3 +145,17 @@ def test_physical_shape_keeps_tiles_and_lists_dims_major_to_minor() -> None:
         str(physical_shape(module.entry.root_instruction.array_shape))
         == "f32[100,100,8,3]{3,2,1,0:T(8,128)}"
     )
+
+
+def test_control_edges_follow_an_instruction_that_disappears() -> None:
+    _, out = normalized("""HloModule m
+ENTRY e {
+  a = f32[5,4]{1,0} parameter(0)
+  t = f32[4,5]{0,1} transpose(a), dimensions={1,0}
+  n = f32[4,5]{0,1} negate(t), control-predecessors={t}
+  ROOT out = f32[4,5]{0,1} abs(n)
+}""")
+    names = {i.name for i in out.entry.instructions}
+    assert "t" not in names  # the transpose moved no bytes: it is gone
+    negate = out.entry.instruction("n")
+    assert negate.attr("control-predecessors") == ("a",)
