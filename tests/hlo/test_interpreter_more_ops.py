@@ -294,3 +294,137 @@ def test_every_xla_case_opcode_is_executable_or_needs_a_peer():
     assert not missing, missing
     # The ops this was written for are all present in the cases.
     assert {"scan", "topk", "batch-norm-grad", "custom-call-start", "collective-permute", "infeed"} <= set(opcodes)
+
+
+# ---------------------------------------------------------------------------
+# XLA:CPU as the oracle (one subprocess for every module)
+# ---------------------------------------------------------------------------
+
+ORACLE_MODULES = {
+    "collectives": (
+        ADD_COMP := "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n",
+        "  x = f32[2,8] parameter(0)\n"
+        "  ar = f32[2,8] all-reduce(x), replica_groups={}, to_apply=add\n"
+        "  ag = f32[2,8] all-gather(ar), replica_groups={}, dimensions={1}\n"
+        "  rs = f32[2,8] reduce-scatter(ag), replica_groups={}, dimensions={1}, to_apply=add\n"
+        "  a2a = f32[2,8] all-to-all(rs), replica_groups={{0}}, dimensions={1}\n"
+        "  cp = f32[2,8] collective-permute(a2a), source_target_pairs={{0,0}}\n"
+        "  none = f32[2,8] collective-permute(x), source_target_pairs={}\n"
+        # (XLA:CPU does not run copy-start/copy-done.)
+        "  ars = f32[2,8] all-reduce-start(cp), replica_groups={}, to_apply=add\n"
+        "  ard = f32[2,8] all-reduce-done(ars)\n"
+        "  r = u32[] replica-id()\n  p = u32[] partition-id()\n"
+        "  ROOT t = (f32[2,8], f32[2,8], u32[], u32[]) tuple(ard, none, r, p)",
+        [("f32", (2, 8))],
+    ),
+    "batch_norm": (
+        "",
+        "  x = f32[3,4,5] parameter(0)\n  s = f32[4] parameter(1)\n  o = f32[4] parameter(2)\n"
+        "  dy = f32[3,4,5] parameter(3)\n"
+        f"  tr = (f32[3,4,5], f32[4], f32[4]) batch-norm-training(x, s, o), {BN_ARGS}\n"
+        "  mean = f32[4] get-tuple-element(tr), index=1\n  var = f32[4] get-tuple-element(tr), index=2\n"
+        f"  infer = f32[3,4,5] batch-norm-inference(x, s, o, mean, var), {BN_ARGS}\n"
+        f"  gr = (f32[3,4,5], f32[4], f32[4]) batch-norm-grad(x, s, mean, var, dy), {BN_ARGS}\n"
+        "  ROOT t = ((f32[3,4,5], f32[4], f32[4]), f32[3,4,5], (f32[3,4,5], f32[4], f32[4])) tuple(tr, infer, gr)",
+        [("f32", (3, 4, 5)), ("f32", (4,)), ("f32", (4,)), ("f32", (3, 4, 5))],
+    ),
+    "topk": (
+        "",
+        "  x = f32[3,10] parameter(0)\n"
+        "  big = (f32[3,4], s32[3,4]) topk(x), k=4, largest=true\n"
+        "  small = (f32[3,10], s32[3,10]) topk(x), k=10, largest=false\n"
+        "  ROOT t = ((f32[3,4], s32[3,4]), (f32[3,10], s32[3,10])) tuple(big, small)",
+        [("f32", (3, 10))],
+    ),
+    "scan": (
+        SCAN_BODY,
+        "  x = f32[3,4] parameter(0)\n  y = s32[2,4] parameter(1)\n  c = f32[3] parameter(2)\n"
+        "  k = s32[] parameter(3)\n"
+        "  fwd = (f32[3,4], s32[2,4], f32[3], s32[]) scan(x, y, c, k), dimensions={1}, num_carries=2, to_apply=f\n"
+        "  rev = (f32[3,4], s32[2,4], f32[3], s32[]) scan(x, y, c, k), dimensions={1}, num_carries=2, "
+        "is_reverse=true, to_apply=f\n"
+        "  ROOT t = ((f32[3,4], s32[2,4], f32[3], s32[]), (f32[3,4], s32[2,4], f32[3], s32[])) tuple(fwd, rev)",
+        [("f32", (3, 4)), ("s32", (2, 4)), ("f32", (3,)), ("s32", ())],
+    ),
+    "clz": (
+        "",
+        "  x = s32[16] parameter(0)\n  u = u8[16] convert(x)\n"
+        "  a = s32[16] count-leading-zeros(x)\n  b = u8[16] count-leading-zeros(u)\n"
+        "  ROOT t = (s32[16], u8[16]) tuple(a, b)",
+        [("s32", (16,))],
+    ),
+}
+
+ORACLE_CHILD = r"""
+import json, sys
+import numpy as np
+import jax
+from jaxlib import _hlo
+from jax._src.lib import _jax
+from jax.extend import backend as jb
+
+be = jb.get_backend("cpu")
+dev = be.devices()[0]
+results = {}
+for job in json.load(open(sys.argv[1])):
+    data = np.load(job["inputs"])
+    args = [data[f"a{i}"] for i in range(len(data.files))]
+    comp = _hlo.XlaComputation(_hlo.hlo_module_from_text(job["text"]).as_serialized_hlo_module_proto())
+    exe = be.compile_and_load(_jax.mlir.xla_computation_to_mlir_module(comp), _jax.DeviceList((dev,)))
+    outs = exe.execute_sharded([jax.device_put(a, dev) for a in args])
+    leaves = [np.asarray(g[0]) for g in outs.disassemble_into_single_device_arrays()]
+    np.savez(job["out"], **{f"o{i}": x for i, x in enumerate(leaves)})
+    print("done", job["name"], flush=True)
+"""
+
+
+def _oracle_inputs(name: str, specs, gen) -> list[np.ndarray]:
+    args = []
+    for ty, shape in specs:
+        if ty == "s32":
+            args.append(gen.integers(-2**31, 2**31 - 1, shape, dtype=np.int64).astype(np.int32)
+                        if name == "clz" else gen.integers(-5, 5, shape).astype(np.int32))
+        else:
+            args.append(gen.normal(size=shape).astype(np.float32))
+    if name == "topk":
+        x = np.round(args[0] * 2) / 2  # ties
+        x[0, :4] = [np.nan, -0.0, 0.0, np.inf]
+        args[0] = x.astype(np.float32)
+    if name == "clz":
+        args[0][:4] = [0, -1, 1, 2**30]
+    return args
+
+
+def _leaves(value):
+    return [leaf for v in value for leaf in _leaves(v)] if isinstance(value, tuple) else [value]
+
+
+@pytest.mark.xla
+def test_new_ops_match_xla_cpu(tmp_path):
+    gen = np.random.default_rng(5)
+    jobs, ours = [], {}
+    for name, (comps, body, specs) in ORACLE_MODULES.items():
+        text = f"HloModule {name}\n\n{comps}\nENTRY e {{\n{body}\n}}\n"
+        args = _oracle_inputs(name, specs, gen)
+        np.savez(tmp_path / f"{name}.in.npz", **{f"a{i}": a for i, a in enumerate(args)})
+        jobs.append({"name": name, "text": text, "inputs": str(tmp_path / f"{name}.in.npz"),
+                     "out": str(tmp_path / f"{name}.out.npz")})
+        ours[name] = _leaves(evaluate(parse_module(text, name), args))
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    proc = subprocess.run([sys.executable, "-c", ORACLE_CHILD, str(tmp_path / "jobs.json")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    for job in jobs:
+        name = job["name"]
+        data = np.load(job["out"])
+        theirs = [data[f"o{i}"] for i in range(len(data.files))]
+        assert len(theirs) == len(ours[name]), name
+        for i, (x, y) in enumerate(zip(theirs, ours[name])):
+            assert x.shape == y.shape and x.dtype == y.dtype, (name, i, x.dtype, y.dtype)
+            if name == "batch_norm":
+                # XLA expands batch norm into f32 arithmetic; we compute in f64 and round once.
+                np.testing.assert_allclose(y, x, rtol=1e-4, atol=1e-5, err_msg=f"{name} output {i}")
+            else:
+                # Exact, NaN in the same places (topk orders NaN and signed zeros like XLA).
+                np.testing.assert_array_equal(y.reshape(-1).view(np.uint8), x.reshape(-1).view(np.uint8),
+                                              err_msg=f"{name} output {i}")
