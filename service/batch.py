@@ -7,7 +7,9 @@ when the operation produces a module, ``OUT/modules/NAME.hlo``. Both are written
 module. A re-run skips every module whose record matches the same input bytes and the same
 job (operation, target, options, package version): killing a batch loses only the modules
 that were in flight. ``summary.json`` and ``summary.csv`` are rebuilt from the records at the
-end of every run.
+end of every run: per module its status, and for ``assign`` the proof status, objective,
+all-default and greedy baseline costs, lower bound, gap, copies inserted and time. Only the
+:data:`TIMING_COLUMNS` differ between two runs of the same job.
 
 The work goes through an :class:`Engine`: the local worker pool by default, or a Ray cluster
 (:mod:`service.batch_ray`). Both run :func:`service.pipeline.run`, so their results agree.
@@ -227,10 +229,15 @@ def _record_of(
         "cached": cached,
     }
     if isinstance(outcome, Success):
-        record.update(status="ok", result=outcome.data, time_ms=outcome.elapsed_ms)
+        record.update(
+            status="ok", result=outcome.data, time_ms=outcome.elapsed_ms,
+            timings_ms=dict(outcome.timings_ms),
+        )
         record["output"] = f"{item.name}.hlo" if outcome.hlo is not None else None
     else:
-        record.update(status="failed", error=outcome.to_json(), time_ms=None, output=None)
+        record.update(
+            status="failed", error=outcome.to_json(), time_ms=None, timings_ms={}, output=None
+        )
     return record
 
 
@@ -350,9 +357,11 @@ async def _outcome(
 # ---------------------------------------------------------------------------
 
 CSV_COLUMNS = (
-    "module", "status", "error_type", "objective", "baseline_default", "baseline_greedy",
-    "time_ms", "cached", "input",
+    "module", "status", "error_type", "solve_status", "objective", "baseline_default",
+    "baseline_greedy", "lower_bound", "gap", "copies_inserted", "time_ms", "cached", "input",
 )
+# Columns that describe the run rather than the module (they differ between two runs).
+TIMING_COLUMNS = ("time_ms", "cached")
 
 
 def _records(inputs: Sequence[BatchInput], out: Path) -> list[dict[str, Any]]:
@@ -376,9 +385,14 @@ def _summary_row(record: dict[str, Any]) -> dict[str, Any]:
         "status": record.get("status"),
         "error_type": error.get("type"),
         "message": error.get("message"),
-        "objective": result.get("objective"),
+        # assign's proof status (OPTIMAL/FEASIBLE); ``status`` says whether the module failed
+        "solve_status": result.get("status"),
+        "objective": result.get("objective", result.get("cost")),
         "baseline_default": _baseline_cost(baselines, "default"),
         "baseline_greedy": _baseline_cost(baselines, "greedy"),
+        "lower_bound": result.get("lower_bound"),
+        "gap": result.get("gap"),
+        "copies_inserted": result.get("copies_inserted"),
         "time_ms": record.get("time_ms"),
         "cached": record.get("cached", False),
     }

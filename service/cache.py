@@ -2,7 +2,8 @@
 
 Key: sha256 of the canonical JSON of the request (operation, module text, target, options)
 plus the package version, so a new release never serves an old answer. Values are the
-outcome's JSON. Only successes and failures that depend on the request alone (parse errors,
+outcome's JSON: the report, the output module and, in a field of their own, the timings of the
+run that computed it (a hit answers with the same report and those timings). Only successes and failures that depend on the request alone (parse errors,
 invalid targets...) are stored; timeouts, crashes and ``not_available`` are not.
 
 The file survives restarts and is shared by the server and batch runs; WAL mode lets several
@@ -58,6 +59,7 @@ def outcome_to_record(outcome: Outcome) -> dict[str, Any]:
             "data": outcome.data,
             "hlo": outcome.hlo,
             "elapsed_ms": outcome.elapsed_ms,
+            "timings_ms": [list(step) for step in outcome.timings_ms],
         }
     return {"ok": False, **outcome.to_json()}
 
@@ -65,7 +67,11 @@ def outcome_to_record(outcome: Outcome) -> dict[str, Any]:
 def outcome_from_record(record: dict[str, Any]) -> Outcome:
     if record["ok"]:
         return Success(
-            Operation(record["operation"]), record["data"], record["hlo"], record["elapsed_ms"]
+            Operation(record["operation"]),
+            record["data"],
+            record["hlo"],
+            record["elapsed_ms"],
+            tuple((str(name), float(ms)) for name, ms in record.get("timings_ms", ())),
         )
     return Failure(
         FailureType(record["type"]),

@@ -26,8 +26,12 @@ _STRICT = with_config(ConfigDict(extra="forbid"))
 # A solve may ask for at most this much time; the server caps it further by its settings.
 MAX_TIME_LIMIT_S = 3600.0
 
-NORMALIZE_PASSES = ("reductions", "layouts")
-"""Pass names of ``normalize``: canonical reductions (DESIGN §8) and full layout normalization."""
+NORMALIZE_PASSES = ("reductions", "grouping", "layouts")
+"""Pass names of ``normalize`` (short names of ``hlo.passes``): canonical reductions (DESIGN §8),
+row/column grouping of canonical reductions, and full layout normalization."""
+
+# Candidate layouts per buffer the solver may consider (its own default is 6).
+MAX_CANDIDATES = 64
 
 
 class EntryLayout(str, enum.Enum):
@@ -39,29 +43,38 @@ class EntryLayout(str, enum.Enum):
 
 
 class NormalizePass(str, enum.Enum):
+    """A normalization pass by its short name (``hlo.passes.ALIASES`` gives the full one)."""
+
     REDUCTIONS = "reductions"
+    GROUPING = "grouping"
     LAYOUTS = "layouts"
 
 
 @_STRICT
 @dataclass(frozen=True, slots=True)
 class AssignOptions:
-    """Options of ``assign``: solve budget, entry layouts and the normalization run afterwards."""
+    """Options of ``assign``: solve budget, entry layouts, how the result is written, and the
+    normalization passes run on the result (none by default, so the answer is exactly what
+    ``hlo-layout assign`` prints).
+
+    ``emit_bitcasts`` writes transposes and reshapes that became free as ``bitcast``;
+    ``max_candidates`` bounds the layouts considered per buffer; ``verify`` runs the layout
+    verifier on the result (its findings are the report's ``violations``).
+    """
 
     time_limit_s: Annotated[float, Gt(0), Le(MAX_TIME_LIMIT_S)] = 10.0
     entry_layout: EntryLayout = EntryLayout.FIXED
-    normalize: Annotated[tuple[NormalizePass, ...], MaxLen(len(NORMALIZE_PASSES))] = (
-        NormalizePass.REDUCTIONS,
-    )
+    normalize: Annotated[tuple[NormalizePass, ...], MaxLen(len(NORMALIZE_PASSES))] = ()
     seed: Annotated[int, Ge(0), Le(2**31 - 1)] = 0
+    emit_bitcasts: bool = False
+    max_candidates: Annotated[int, Ge(1), Le(MAX_CANDIDATES)] = 6
+    verify: bool = True
 
 
 @_STRICT
 @dataclass(frozen=True, slots=True)
 class ScoreOptions:
-    """Options of ``score`` (the cost of the layouts already written in the module)."""
-
-    entry_layout: EntryLayout = EntryLayout.FIXED
+    """``score`` (the cost of the layouts already written in the module) has no options."""
 
 
 @_STRICT

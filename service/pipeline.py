@@ -7,9 +7,12 @@ outcome can cross a process boundary (worker pool, Ray) and be cached or written
 result file exactly as the HTTP layer returns it.
 
 Every operation first does the checks that do not depend on the solver: the HLO parses, the
-target loads, the options hold. ``assign``, ``score`` and ``normalize`` then reach
-:func:`_layout_engine`, the single place where the layout engine plugs in; until it exists
-they answer ``not_available``.
+target loads, the options hold. ``assign``, ``score`` and ``normalize`` then go through
+:mod:`service.layout_operations`, the single place where the service calls the layout
+engine (``solver.layout_assignment``) and the normalization passes (``hlo.passes``).
+
+A success's ``data`` depends only on the request: wall-clock timings travel beside it
+(``timings_ms``), so a cached body and a recomputed one are the same document.
 
 Example::
 
@@ -66,6 +69,9 @@ class FailureType(str, enum.Enum):
     INVALID_TARGET = "invalid_target"  # the target name or object is not a valid target
     INVALID_OPTION = "invalid_option"  # an option is out of range or unknown
     LAYOUT_ERROR = "layout_error"  # a layout in the module is invalid for its shape
+    # a ``bitcast`` in a module without layouts: its meaning depends on the layouts being chosen
+    LAYOUT_DEPENDENT_BITCAST = "layout_dependent_bitcast"
+    INFEASIBLE = "infeasible"  # no layout assignment meets the target's hard rules
     NOT_AVAILABLE = "not_available"  # the operation is not part of this build
     TIMEOUT = "timeout"  # the work ran past its wall-clock limit and was stopped
     WORKER_CRASHED = "worker_crashed"  # the process doing the work died
@@ -81,6 +87,8 @@ DETERMINISTIC_FAILURES = frozenset(
         FailureType.INVALID_TARGET,
         FailureType.INVALID_OPTION,
         FailureType.LAYOUT_ERROR,
+        FailureType.LAYOUT_DEPENDENT_BITCAST,
+        FailureType.INFEASIBLE,
     }
 )
 
@@ -145,11 +153,15 @@ class Success:
     data: dict[str, Any]
     hlo: str | None = None
     elapsed_ms: float = 0.0
+    # Wall-clock time per step, kept out of ``data`` so ``data`` is a function of the request.
+    timings_ms: tuple[tuple[str, float], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = {"operation": self.operation.value, **self.data}
         if self.hlo is not None:
             out["hlo"] = self.hlo
+        if self.timings_ms:
+            out["timings_ms"] = dict(self.timings_ms)
         return out
 
 
@@ -195,7 +207,7 @@ def request_to_json(request: Request) -> dict[str, Any]:
     }
 
 
-class _Fail(Exception):
+class OperationFailed(Exception):
     """Carries a :class:`Failure` out of the nested steps of one operation."""
 
     def __init__(self, failure: Failure) -> None:
@@ -208,11 +220,11 @@ def run(request: Request) -> Outcome:
     start = time.perf_counter()
     try:
         if isinstance(request, VerifyRequest):
-            data, text = _verify(request)
+            produced = _verify(request)
         else:
             expected = OPTIONS_OF[request.operation]
             if not isinstance(request.options, expected):
-                raise _Fail(
+                raise OperationFailed(
                     Failure(
                         FailureType.INVALID_OPTION,
                         f"{request.operation.value} takes {expected.__name__}, "
@@ -220,13 +232,14 @@ def run(request: Request) -> Outcome:
                         field="options",
                     )
                 )
-            data, text = _MODULE_OPERATIONS[request.operation](request)
-    except _Fail as fail:
+            produced = _MODULE_OPERATIONS[request.operation](request)
+    except OperationFailed as fail:
         return fail.failure
     except Exception as exc:  # a defect, reported as data so the caller keeps running
         return Failure(FailureType.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
-    elapsed = (time.perf_counter() - start) * 1000.0
-    return Success(request.operation, data, text, round(elapsed, 3))
+    elapsed = round((time.perf_counter() - start) * 1000.0, 3)
+    timings = produced.timings_ms + (("total", elapsed),) if produced.timings_ms else ()
+    return Success(request.operation, produced.data, produced.hlo, elapsed, timings)
 
 
 # ---------------------------------------------------------------------------
@@ -234,7 +247,7 @@ def run(request: Request) -> Outcome:
 # ---------------------------------------------------------------------------
 
 
-def _hlo_failure(exc: Exception, kind: FailureType, field_name: str) -> Failure:
+def hlo_failure(exc: Exception, kind: FailureType, field_name: str) -> Failure:
     location = getattr(exc, "location", None)
     return Failure(
         kind,
@@ -252,9 +265,9 @@ def _parse(text: str, name: str, field_name: str = "hlo") -> Any:
     try:
         return parse_module(text, name)
     except ParseError as exc:
-        raise _Fail(_hlo_failure(exc, FailureType.PARSE_ERROR, field_name)) from exc
+        raise OperationFailed(hlo_failure(exc, FailureType.PARSE_ERROR, field_name)) from exc
     except HloError as exc:  # e.g. a LayoutError for an invalid layout written in the text
-        raise _Fail(_hlo_failure(exc, _failure_type_of(exc), field_name)) from exc
+        raise OperationFailed(hlo_failure(exc, failure_type_of(exc), field_name)) from exc
 
 
 def _verify_structure(module: Any, field_name: str = "hlo") -> None:
@@ -264,10 +277,10 @@ def _verify_structure(module: Any, field_name: str = "hlo") -> None:
     try:
         verify_module(module)
     except HloError as exc:
-        raise _Fail(_hlo_failure(exc, _failure_type_of(exc), field_name)) from exc
+        raise OperationFailed(hlo_failure(exc, failure_type_of(exc), field_name)) from exc
 
 
-def _failure_type_of(exc: Exception) -> FailureType:
+def failure_type_of(exc: Exception) -> FailureType:
     from hlo.errors import LayoutError, ParseError
 
     if isinstance(exc, ParseError):
@@ -287,12 +300,12 @@ def load_target(spec: TargetSpec) -> Any:
     try:
         from hlo.target import builtin_target_names, load_target as load
     except ImportError as exc:
-        raise _Fail(
+        raise OperationFailed(
             Failure(FailureType.NOT_AVAILABLE, "targets are not available in this build")
         ) from exc
     if isinstance(spec, str) and spec not in builtin_target_names():
         names = ", ".join(builtin_target_names())
-        raise _Fail(
+        raise OperationFailed(
             Failure(
                 FailureType.INVALID_TARGET,
                 f"unknown target '{spec}': use one of {names} or an inline target object",
@@ -302,7 +315,7 @@ def load_target(spec: TargetSpec) -> Any:
     try:
         return load(spec.data if isinstance(spec, InlineTarget) else spec)
     except HloError as exc:
-        raise _Fail(Failure(FailureType.INVALID_TARGET, exc.message, field="target")) from exc
+        raise OperationFailed(Failure(FailureType.INVALID_TARGET, exc.message, field="target")) from exc
 
 
 def _module_summary(module: Any) -> dict[str, Any]:
@@ -317,7 +330,16 @@ def _module_summary(module: Any) -> dict[str, Any]:
 # Operations
 # ---------------------------------------------------------------------------
 
-_Result = tuple[dict[str, Any], str | None]
+@dataclass(frozen=True, slots=True)
+class Produced:
+    """What an operation made: the report data, the output module text, step timings."""
+
+    data: dict[str, Any]
+    hlo: str | None = None
+    timings_ms: tuple[tuple[str, float], ...] = ()
+
+
+_Result = Produced
 
 
 def _format(request: ModuleRequest) -> _Result:
@@ -325,13 +347,13 @@ def _format(request: ModuleRequest) -> _Result:
 
     module = _parse(request.hlo, request.name)
     options: FormatOptions = request.options  # type: ignore[assignment]
-    return _module_summary(module), print_module(module, short=options.short)
+    return Produced(_module_summary(module), print_module(module, short=options.short))
 
 
 def _check(request: ModuleRequest) -> _Result:
     module = _parse(request.hlo, request.name)
     _verify_structure(module)
-    return {**_module_summary(module), "valid": True}, None
+    return Produced({**_module_summary(module), "valid": True})
 
 
 def _verify(request: VerifyRequest) -> _Result:
@@ -350,8 +372,10 @@ def _verify(request: VerifyRequest) -> _Result:
 
         if not isinstance(exc, HloError):
             raise
-        raise _Fail(_hlo_failure(exc, _failure_type_of(exc), "rewritten")) from exc
-    return {"original": original.name, "rewritten": rewritten.name, **_comparison_json(comparison)}, None
+        raise OperationFailed(hlo_failure(exc, failure_type_of(exc), "rewritten")) from exc
+    return Produced(
+        {"original": original.name, "rewritten": rewritten.name, **_comparison_json(comparison)}
+    )
 
 
 def _comparison_json(comparison: Any) -> dict[str, Any]:
@@ -386,28 +410,23 @@ def _jsonable(value: Any) -> Any:
 
 def _layout_operation(request: ModuleRequest) -> _Result:
     """``assign``, ``score`` and ``normalize``: validate everything the engine will need, then
-    hand over to the engine."""
+    hand over to :mod:`service.layout_operations`."""
+    from service import layout_operations
+
+    clock = time.perf_counter()
     module = _parse(request.hlo, request.name)
     _verify_structure(module)
     target = None
     if request.operation in NEEDS_TARGET:
         if request.target is None:
-            raise _Fail(
+            raise OperationFailed(
                 Failure(FailureType.INVALID_OPTION, "a target is required", field="target")
             )
         target = load_target(request.target)
-    return _layout_engine(request.operation, module, target, request.options)
-
-
-def _layout_engine(operation: Operation, module: Any, target: Any, options: Options) -> _Result:
-    """Where layout assignment plugs in: ``assign`` returns the report of DESIGN §10 and the
-    annotated module text, ``score`` the cost report of the layouts already written,
-    ``normalize`` the rewritten module. Not part of this build yet."""
-    raise _Fail(
-        Failure(
-            FailureType.NOT_AVAILABLE,
-            f"operation '{operation.value}' is not available in this build",
-        )
+    parsed_ms = round((time.perf_counter() - clock) * 1000.0, 3)
+    produced = layout_operations.OPERATIONS[request.operation](module, target, request.options)
+    return Produced(
+        produced.data, produced.hlo, (("parse", parsed_ms),) + produced.timings_ms
     )
 
 
@@ -420,20 +439,22 @@ _MODULE_OPERATIONS: dict[Operation, Callable[[ModuleRequest], _Result]] = {
 }
 
 
-# Operations this build can do; the layout engine adds assign, score and normalize.
-AVAILABLE = frozenset({Operation.FORMAT, Operation.CHECK, Operation.VERIFY})
+# Operations this build can do.
+AVAILABLE = frozenset(Operation)
 
 
 def default_batch_operation() -> Operation:
-    """``assign`` once the layout engine is part of the build, ``check`` until then."""
-    return Operation.ASSIGN if Operation.ASSIGN in AVAILABLE else Operation.CHECK
+    """What ``hlo-layout batch`` does unless told otherwise: layout assignment."""
+    return Operation.ASSIGN
 
 
 def warm_up() -> None:
     """Import the modules every operation needs, so a worker's first request is not slower."""
     import importlib
 
-    for name in ("hlo.parser", "hlo.printer", "hlo.verifier"):
+    for name in (
+        "hlo.parser", "hlo.printer", "hlo.verifier", "hlo.passes", "solver.layout_assignment.assign",
+    ):
         try:
             importlib.import_module(name)
         except ImportError:

@@ -23,6 +23,8 @@ STATUS_OF: dict[FailureType, int] = {
     FailureType.LAYOUT_ERROR: 400,
     FailureType.INVALID_TARGET: 422,
     FailureType.INVALID_OPTION: 422,
+    FailureType.LAYOUT_DEPENDENT_BITCAST: 422,
+    FailureType.INFEASIBLE: 422,
     FailureType.QUEUE_FULL: 429,
     FailureType.INTERNAL_ERROR: 500,
     FailureType.NOT_AVAILABLE: 501,

@@ -131,12 +131,78 @@ class VerifyOut(_Out):
     equivalent: bool
 
 
-class ReportOut(_Out):
-    """The report of DESIGN §10 (assign), the cost report (score) or the rewritten module
-    (normalize). Fields beyond ``operation`` depend on the operation."""
+class LayoutOut(BaseModel):
+    computation: str
+    instruction: str
+    shape: str = Field(description="The instruction's shape with its layout, as HLO text.")
+
+
+class ConversionOut(_Out):
+    """A layout conversion the result needs: which value, for which use, from and to which
+    layout, its bytes (read + written), its cost and why it is there. ``shared`` marks a use
+    served by a conversion already listed (one copy per value and layout)."""
+
+    value: str
+    computation: str
+    operand: int | None = None
+    from_: str = Field(alias="from")
+    to: str
+    bytes: int
+    cost_ns: int
+    shared: bool
+    why: str
+
+
+class AssignOut(_Out):
+    """The report of DESIGN §10; ``timings_ms`` is the only part that depends on the run
+    rather than the request."""
 
     operation: Operation
-    hlo: str | None = None
+    module: str
+    target: str
+    status: str = Field(description="OPTIMAL (proven) or FEASIBLE (see lower_bound and gap).")
+    objective: int = Field(description="Cost of the returned module, in estimated ns.")
+    model_objective: int
+    lower_bound: int | None
+    gap: float | None
+    baselines: dict[str, int] = Field(
+        description="Cost of all-default layouts and of greedy propagation, same model."
+    )
+    breakdown: dict[str, int] = Field(description="Cost by kind (copy, padding, backend...).")
+    terms: list[dict[str, Any]]
+    layouts: list[LayoutOut]
+    inserted: list[ConversionOut]
+    copies_inserted: int
+    entry_layouts: dict[str, Any] = Field(
+        description="For entry_layout=auto: the parameter and result layouts to feed."
+    )
+    violations: list[str]
+    normalized: list[str]
+    notes: list[str]
+    timings_ms: dict[str, float]
+    hlo: str = Field(description="The module with a layout on every array.")
+
+
+class ScoreOut(_Out):
+    """The cost of the layouts already written in a module (same as ``score --json``)."""
+
+    operation: Operation
+    module: str
+    target: str
+    cost: int
+    breakdown: dict[str, int]
+    terms: list[dict[str, Any]]
+    hard_rules_broken: list[str]
+
+
+class NormalizeOut(_Out):
+    operation: Operation
+    module: str
+    passes: list[str]
+    notes: list[str] = Field(description="Reduces a pass had to leave as they were, and why.")
+    instructions: int
+    timings_ms: dict[str, float]
+    hlo: str
 
 
 class TargetsOut(BaseModel):
@@ -149,7 +215,7 @@ class BatchModuleIn(_In):
 
 
 class BatchIn(_In):
-    operation: Operation = Operation.CHECK
+    operation: Operation = Operation.ASSIGN
     modules: list[BatchModuleIn] = Field(min_length=1)
     target: TargetField | None = None
     options: dict[str, Any] = Field(

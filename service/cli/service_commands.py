@@ -10,7 +10,9 @@ from typing import Any, Optional
 import typer
 from pydantic import TypeAdapter, ValidationError
 
-from service.pipeline import OPTIONS_OF, InlineTarget, Operation, default_batch_operation
+from service.pipeline import (
+    NEEDS_TARGET, OPTIONS_OF, InlineTarget, Operation, default_batch_operation,
+)
 
 
 class EngineName(str, Enum):
@@ -86,9 +88,11 @@ def register(app: typer.Typer) -> None:
         inputs: list[str] = typer.Argument(..., help="Files, directories or globs (.hlo, .hlo.gz)."),
         out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
         operation: Optional[Operation] = typer.Option(
-            None, "--operation", help="assign (default once available), check, format, ..."
+            None, "--operation", help="assign (default), score, normalize, check, format."
         ),
-        target: Optional[str] = typer.Option(None, "-t", "--target", help="Target name or file."),
+        target: Optional[str] = typer.Option(
+            None, "-t", "--target", help="Target name or file [assign/score default: cpu]."
+        ),
         workers: Optional[int] = typer.Option(None, "--workers", help="Local worker processes."),
         engine: EngineName = typer.Option(EngineName.LOCAL, "--engine"),
         address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address."),
@@ -96,6 +100,15 @@ def register(app: typer.Typer) -> None:
         entry_layout: Optional[str] = typer.Option(None, "--entry-layout", help="fixed or auto."),
         normalize: Optional[list[str]] = typer.Option(None, "--normalize", help="Pass (repeat)."),
         seed: Optional[int] = typer.Option(None, "--seed"),
+        emit_bitcasts: Optional[bool] = typer.Option(
+            None, "--emit-bitcasts", help="assign: write free transposes/reshapes as bitcast."
+        ),
+        max_candidates: Optional[int] = typer.Option(
+            None, "--max-candidates", help="assign: layouts considered per buffer."
+        ),
+        verify: Optional[bool] = typer.Option(
+            None, "--verify/--no-verify", help="assign: run the layout verifier on the result."
+        ),
         short: Optional[bool] = typer.Option(None, "--short/--long", help="format: short form."),
         cache: bool = typer.Option(True, "--cache/--no-cache", help="Use the result cache."),
     ) -> None:
@@ -114,13 +127,12 @@ def register(app: typer.Typer) -> None:
         op = operation or default_batch_operation()
         given = {
             "time_limit_s": time_limit, "entry_layout": entry_layout, "normalize": normalize,
-            "seed": seed, "short": short,
+            "seed": seed, "short": short, "emit_bitcasts": emit_bitcasts,
+            "max_candidates": max_candidates, "verify": verify,
         }
         options = _options(op, {k: v for k, v in given.items() if v is not None})
-        spec_target = _target(target)
-        if op in (Operation.ASSIGN, Operation.SCORE) and spec_target is None:
-            typer.echo(f"error: {op.value} needs a target (-t)", err=True)
-            raise typer.Exit(code=2)
+        # The same default target as ``hlo-layout assign``.
+        spec_target = _target(target or "cpu") if op in NEEDS_TARGET else _target(target)
         if op is Operation.VERIFY:
             typer.echo("error: verify compares two modules; use 'hlo-layout verify'", err=True)
             raise typer.Exit(code=2)

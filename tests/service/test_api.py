@@ -68,10 +68,12 @@ def test_check_valid_module(client: httpx.Client) -> None:
     }
 
 
-@pytest.mark.parametrize("route", ["/v1/format", "/v1/check", "/v1/assign", "/v1/normalize"])
+@pytest.mark.parametrize(
+    "route", ["/v1/format", "/v1/check", "/v1/assign", "/v1/score", "/v1/normalize"]
+)
 def test_parse_error_is_400_with_line_and_column(client: httpx.Client, route: str) -> None:
     body = {"hlo": BAD_OPCODE, "name": "m.hlo"}
-    if route == "/v1/assign":
+    if route in ("/v1/assign", "/v1/score"):
         body["target"] = "tpu"
     r = client.post(route, json=body)
     assert r.status_code == 400, r.text
@@ -101,27 +103,6 @@ def test_verify_parse_error_names_the_module(client: httpx.Client) -> None:
     assert (r.json()["line"], r.json()["column"]) == (5, 19)
 
 
-@pytest.mark.parametrize("route", ["/v1/assign", "/v1/score", "/v1/normalize"])
-def test_layout_operations_not_in_this_build_are_501(client: httpx.Client, route: str) -> None:
-    r = client.post(route, json={"hlo": EXAMPLE_HLO, "target": "tpu"} if route != "/v1/normalize"
-                    else {"hlo": EXAMPLE_HLO})
-    assert r.status_code == 501, r.text
-    assert r.json()["type"] == "not_available"
-
-
-def test_assign_text_plain_reads_options_from_query(client: httpx.Client) -> None:
-    ok = client.post(
-        "/v1/assign?target=tpu&time_limit_s=5&entry_layout=auto&normalize=reductions",
-        content=EXAMPLE_HLO, headers={"content-type": "text/plain"},
-    )
-    assert ok.status_code == 501, ok.text
-    bad = client.post(
-        "/v1/assign?target=tpu&time_limit_s=abc", content=EXAMPLE_HLO,
-        headers={"content-type": "text/plain"},
-    )
-    assert bad.status_code == 422 and bad.json()["field"] == "time_limit_s"
-
-
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -130,6 +111,12 @@ def test_assign_text_plain_reads_options_from_query(client: httpx.Client) -> Non
         ({"hlo": EXAMPLE_HLO, "target": "tpu", "options": {"entry_layout": "sideways"}},
          "options.entry_layout"),
         ({"hlo": EXAMPLE_HLO, "target": "tpu", "options": {"bogus": 1}}, "options.bogus"),
+        ({"hlo": EXAMPLE_HLO, "target": "tpu", "options": {"max_candidates": 0}},
+         "options.max_candidates"),
+        ({"hlo": EXAMPLE_HLO, "target": "tpu", "options": {"normalize": ["sideways"]}},
+         "options.normalize.0"),
+        ({"hlo": EXAMPLE_HLO, "target": "tpu", "options": {"time_limit_s": 1e9}},
+         "options.time_limit_s"),
         ({"hlo": EXAMPLE_HLO}, "target"),
         ({"hlo": EXAMPLE_HLO, "target": 7}, "target"),
         ({"target": "tpu"}, "hlo"),
@@ -191,8 +178,16 @@ def test_inline_target_is_validated_by_the_target_loader(client: httpx.Client) -
     from importlib import resources
 
     tpu = tomllib.loads((resources.files("hlo") / "targets" / "tpu.toml").read_text())
-    r = client.post("/v1/assign", json={"hlo": EXAMPLE_HLO, "target": {**tpu, "name": "mine"}})
-    assert r.status_code == 501 and r.json()["type"] == "not_available"  # valid, then no engine
+    mine = client.post("/v1/assign", json={"hlo": EXAMPLE_HLO, "target": {**tpu, "name": "mine"}})
+    builtin = client.post("/v1/assign", json={"hlo": EXAMPLE_HLO, "target": "tpu"})
+    assert mine.status_code == builtin.status_code == 200, mine.text
+    assert mine.json()["target"] == "mine"
+    # The same rules as data give the same answer as the built-in target.
+    assert mine.json()["hlo"] == builtin.json()["hlo"]
+    assert mine.json()["objective"] == builtin.json()["objective"]
+    broken = {**tpu, "memory_bandwidth_gb_per_s": "fast"}
+    r = client.post("/v1/assign", json={"hlo": EXAMPLE_HLO, "target": broken})
+    assert r.status_code == 422 and r.json()["field"] == "target", r.text
 
 
 def test_repeated_request_comes_from_the_cache(client: httpx.Client) -> None:

@@ -20,7 +20,7 @@ from hlo.printer import print_module
 from service.batch import BatchError, collect_inputs
 
 CLI = [sys.executable, "-c", "from service.cli import main; main()"]
-VOLATILE = ("time_ms", "cached")
+VOLATILE = ("time_ms", "timings_ms", "cached")  # fields of a record that describe the run
 
 
 def batch(*args: str, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -90,16 +90,51 @@ def test_batch_writes_results_summary_and_records_failures(tmp_path: Path) -> No
         out / "modules" / f"{good[0][: -len('.hlo')]}.hlo"
     ).read_text()
     csv_lines = (out / "summary.csv").read_text().splitlines()
-    assert csv_lines[0].startswith("module,status,error_type,objective")
+    assert csv_lines[0].startswith("module,status,error_type,solve_status,objective")
     assert len(csv_lines) == len(good) + 3
 
 
-def test_default_operation_is_named_in_the_summary(tmp_path: Path) -> None:
+def test_default_operation_is_assign_with_a_summary_per_module(tmp_path: Path) -> None:
+    from service.batch import CSV_COLUMNS
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+    from solver.layout_assignment.report import summary
+
+    src = tmp_path / "in"
+    src.mkdir()
+    names = ("attention_fwd.pre_short.hlo", "mlp_fwd_tiny.pre_short.hlo")
+    for name in names:
+        shutil.copy(shared_path("corpus", name), src / name)
+    (src / "bitcast.hlo").write_text(
+        "HloModule b\n\nENTRY e {\n  p = f32[2,3] parameter(0)\n  ROOT b = f32[3,2] bitcast(p)\n}\n"
+    )
     out = tmp_path / "out"
-    result = batch(str(shared_path("corpus", "attention_fwd.pre_short.hlo")), "--out", str(out),
-                   "--workers", "1")
-    assert result.returncode == 0, result.stderr
-    assert json.loads((out / "summary.json").read_text())["operation"] == "check"
+    result = batch(str(src), "--out", str(out), "-t", "tpu", "--time-limit", "10",
+                   "--workers", "2")
+    assert result.returncode == 1, result.stderr  # the bitcast module fails, the others not
+    summary_json = json.loads((out / "summary.json").read_text())
+    assert summary_json["operation"] == "assign" and summary_json["target"] == "tpu"
+    rows = {row["module"]: row for row in summary_json["modules"]}
+    assert rows["bitcast"]["status"] == "failed"
+    assert rows["bitcast"]["error_type"] == "layout_dependent_bitcast"
+    for name in names:
+        stem = name[: -len(".hlo")]
+        # Oracle: the solver itself on the same module and options.
+        direct = assign(parse_module((src / name).read_text(), name),
+                        AssignOptions(target="tpu", time_limit=10))
+        expected = summary(direct)
+        row = rows[stem]
+        assert row["status"] == "ok" and row["solve_status"] == expected["status"]
+        assert row["objective"] == expected["objective_ns"]
+        assert row["baseline_default"] == expected["default_ns"]
+        assert row["baseline_greedy"] == expected["greedy_ns"]
+        assert row["lower_bound"] == expected["lower_bound_ns"] and row["gap"] == direct.gap
+        assert row["copies_inserted"] == expected["copies_inserted"]
+        assert row["time_ms"] > 0
+        assert (out / "modules" / f"{stem}.hlo").read_text() == print_module(direct.module)
+    lines = (out / "summary.csv").read_text().splitlines()
+    assert lines[0] == ",".join(CSV_COLUMNS) and len(lines) == 4
+    assert "objective" in CSV_COLUMNS and "lower_bound" in CSV_COLUMNS
 
 
 def test_killed_batch_resumes_and_loses_nothing(tmp_path: Path) -> None:

@@ -60,3 +60,23 @@ def test_transient_failures_are_not_stored(tmp_path: Path) -> None:
         assert not cache.put(kind.value, Failure(kind, "transient"))
         assert cache.get(kind.value) is None
     assert len(cache) == 0
+
+
+def test_assign_report_depends_on_the_request_only(tmp_path: Path) -> None:
+    from conftest import shared_path
+
+    text = shared_path("corpus", "attention_fwd.pre_short.hlo").read_text()
+    req = ModuleRequest(Operation.ASSIGN, text, "a.hlo", "tpu", AssignOptions(time_limit_s=10))
+    first, second = run(req), run(dataclasses.replace(req, name="b.hlo"))
+    assert isinstance(first, Success) and isinstance(second, Success)
+    # Two computations: the same report and module; only the timings may differ.
+    assert first.data == second.data and first.hlo == second.hlo
+    assert "timings_ms" not in first.data and dict(first.timings_ms)["total"] > 0
+    a, b = first.to_json(), second.to_json()
+    assert set(a) == set(b) and a.pop("timings_ms") and b.pop("timings_ms") and a == b
+    # The cache keeps the timings beside the report and gives both back.
+    cache = ResultCache(tmp_path / "c.sqlite")
+    key = cache_key(req)
+    assert key == cache_key(dataclasses.replace(req, name="b.hlo"))
+    cache.put(key, first)
+    assert cache.get(key) == first

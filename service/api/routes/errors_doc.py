@@ -12,7 +12,9 @@ _MEANING = {
     404: "No such resource.",
     413: "Request body larger than the server accepts.",
     415: "Body is neither application/json nor text/plain.",
-    422: "An option, the target or another field is invalid (``field`` names it).",
+    422: "An option, the target or another field is invalid (``field`` names it); or the module "
+    "cannot be laid out: a ``bitcast`` before assignment (``layout_dependent_bitcast``, with its "
+    "line and column) or hard rules no layout meets (``infeasible``).",
     429: "Too much work waiting; retry after ``Retry-After`` seconds.",
     500: "A defect in the server.",
     501: "The operation is not available in this build.",

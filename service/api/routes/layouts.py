@@ -11,16 +11,16 @@ from service.api.deps import ExecutorDep, module_request_reader
 from service.api.openapi import module_body
 from service.api.routes.errors_doc import error_responses
 from service.api.routes.respond import answer
-from service.api.schemas import ReportOut
+from service.api.schemas import AssignOut, NormalizeOut, ScoreOut
 from service.pipeline import ModuleRequest, Operation
 
 router = APIRouter(prefix="/v1", tags=["layouts"])
-_ERRORS = error_responses(400, 415, 422, 429, 501, 503, 504)
+_ERRORS = error_responses(400, 415, 422, 429, 503, 504)
 
 
 @router.post(
     "/assign",
-    response_model=ReportOut,
+    response_model=AssignOut,
     openapi_extra=module_body(Operation.ASSIGN),
     responses=_ERRORS,
     summary="Assign optimal physical layouts to a module",
@@ -30,13 +30,14 @@ async def assign(
     request: Annotated[ModuleRequest, Depends(module_request_reader(Operation.ASSIGN))],
 ) -> JSONResponse:
     """The module with a layout on every array and the report (cost, proof or gap, inserted
-    conversions, baselines)."""
+    conversions, baselines). A ``bitcast`` in a module without layouts is a 422
+    ``layout_dependent_bitcast``; hard rules no layout meets are a 422 ``infeasible``."""
     return await answer(executor, request)
 
 
 @router.post(
     "/score",
-    response_model=ReportOut,
+    response_model=ScoreOut,
     openapi_extra=module_body(Operation.SCORE),
     responses=_ERRORS,
     summary="Cost of the layouts already written in a module",
@@ -50,7 +51,7 @@ async def score(
 
 @router.post(
     "/normalize",
-    response_model=ReportOut,
+    response_model=NormalizeOut,
     openapi_extra=module_body(Operation.NORMALIZE),
     responses=_ERRORS,
     summary="Rewrite reductions (and optionally all layouts) into canonical form",

@@ -1,0 +1,158 @@
+"""``assign``, ``score`` and ``normalize`` of the pipeline: where the service meets the engine.
+
+Each function takes a parsed, structurally verified module, a loaded target (or ``None``) and
+the operation's options from :mod:`service.options`, and returns a
+:class:`service.pipeline.Produced`: the report (JSON data that depends only on the request),
+the output module text and the wall-clock timings, which travel beside the report.
+
+:func:`solver_options` is the one place where the service's ``AssignOptions`` (the HTTP schema
+and the ``batch`` flags) becomes the solver's ``AssignOptions``.
+
+Example: ``assign(module, load_target("tpu"), AssignOptions(time_limit_s=5))`` gives the
+report of DESIGN §10 (status, objective, lower bound, gap, baselines, breakdown, per-instruction
+layouts, inserted conversions, entry layouts) and the laid-out module.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from hlo.errors import HloError
+from hlo.ir import Module
+from hlo.printer import print_module
+from service.options import AssignOptions, NormalizeOptions, NormalizePass, Options
+from service.pipeline import (
+    Failure,
+    FailureType,
+    Operation,
+    OperationFailed,
+    Produced,
+    failure_type_of,
+    hlo_failure,
+)
+from solver.layout_assignment import options as solver_options_module
+from solver.layout_assignment.assign import AssignmentError
+from solver.layout_assignment.assign import assign as assign_layouts
+from solver.layout_assignment.assign import score as score_layouts
+from solver.layout_assignment.layout_graph import fully_laid_out
+from solver.layout_assignment.report import summary, to_json
+
+
+def solver_options(options: AssignOptions, target: Any) -> solver_options_module.AssignOptions:
+    """The solver's options for a service request.
+
+    ``target`` is the loaded :class:`hlo.target.Target` (a built-in or an inline one), handed
+    over as a value so the solver never resolves a name or a path that came from a request.
+    CP-SAT keeps the solver's own thread count and deterministic search, so the service and
+    ``hlo-layout assign`` give the same answer for the same input.
+    """
+    return solver_options_module.AssignOptions(
+        target=target,
+        entry_layout=options.entry_layout.value,  # type: ignore[arg-type]
+        time_limit=options.time_limit_s,
+        seed=options.seed,
+        emit_bitcasts=options.emit_bitcasts,
+        max_candidates=options.max_candidates,
+        verify=options.verify,
+    )
+
+
+def _fail(exc: HloError) -> OperationFailed:
+    return OperationFailed(hlo_failure(exc, failure_type_of(exc), "hlo"))
+
+
+def _reject_layout_dependent_bitcast(module: Module) -> None:
+    """DESIGN §6: a ``bitcast`` means "same bytes", which depends on the layouts assignment is
+    about to choose; it is accepted only in a module that already has every layout."""
+    if fully_laid_out(module):
+        return
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "bitcast":
+                span = instr.span
+                raise OperationFailed(
+                    Failure(
+                        FailureType.LAYOUT_DEPENDENT_BITCAST,
+                        f"'{instr.name}' is a bitcast, whose meaning depends on layouts: layout "
+                        "assignment needs a module without bitcasts, or one with a layout on "
+                        "every array",
+                        field="hlo",
+                        line=span.line if span is not None else None,
+                        column=span.column if span is not None else None,
+                    )
+                )
+
+
+def _run_passes(
+    module: Module, passes: tuple[NormalizePass, ...]
+) -> tuple[Module, list[str], list[str], list[tuple[str, float]]]:
+    """Apply the passes in order: the module, the passes' full names, notes about reduces left
+    as they were, and the time of each pass."""
+    from hlo.passes import PASSES, pass_names
+    from hlo.passes.normalize_reductions import normalize_reductions_with_notes
+
+    names = pass_names([p.value for p in passes])
+    notes: list[str] = []
+    timings: list[tuple[str, float]] = []
+    try:
+        for name in names:
+            clock = time.perf_counter()
+            if name == "normalize-reductions":
+                module, skipped = normalize_reductions_with_notes(module)
+                notes.extend(f"reduce left as it is: {s}" for s in skipped)
+            else:
+                module = PASSES[name](module)
+            timings.append((name, round((time.perf_counter() - clock) * 1000.0, 3)))
+    except HloError as exc:
+        raise _fail(exc) from exc
+    return module, list(names), notes, timings
+
+
+def assign(module: Module, target: Any, options: Options) -> Produced:
+    assert isinstance(options, AssignOptions)  # the pipeline checked the options' type
+    _reject_layout_dependent_bitcast(module)
+    try:
+        result = assign_layouts(module, solver_options(options, target))
+    except AssignmentError as exc:
+        raise OperationFailed(Failure(FailureType.INFEASIBLE, str(exc), field="target")) from exc
+    except HloError as exc:
+        raise _fail(exc) from exc
+    report = to_json(result, include_hlo=False, include_timings=False)
+    report["options"] = {
+        **report["options"], "seed": options.seed, "verify": options.verify,
+        "normalize": [p.value for p in options.normalize],
+    }
+    report["copies_inserted"] = summary(result)["copies_inserted"]
+    laid_out, passes, notes, pass_timings = _run_passes(result.module, options.normalize)
+    report["normalized"] = passes
+    report["notes"] = notes
+    timings = tuple(result.timings_ms.items()) + tuple(pass_timings)
+    return Produced(report, print_module(laid_out), timings)
+
+
+def score(module: Module, target: Any, options: Options) -> Produced:
+    try:
+        result = score_layouts(module, target)
+    except HloError as exc:
+        raise _fail(exc) from exc
+    return Produced(result.to_json())
+
+
+def normalize(module: Module, target: Any, options: Options) -> Produced:
+    assert isinstance(options, NormalizeOptions)
+    rewritten, passes, notes, timings = _run_passes(module, options.passes)
+    data = {
+        "module": rewritten.name,
+        "passes": passes,
+        "notes": notes,
+        "instructions": sum(len(c.instructions) for c in rewritten.computations),
+    }
+    return Produced(data, print_module(rewritten), tuple(timings))
+
+
+OPERATIONS: dict[Operation, Callable[[Module, Any, Options], Produced]] = {
+    Operation.ASSIGN: assign,
+    Operation.SCORE: score,
+    Operation.NORMALIZE: normalize,
+}
