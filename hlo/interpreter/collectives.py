@@ -36,8 +36,8 @@ Async forms: ``all-reduce-start`` produces the all-reduce result and
 ``all-reduce-done`` passes it on; ``all-gather-start`` produces
 ``(operands, results)`` and ``collective-permute-start`` ``(operand, result,
 contexts...)``; their ``-done`` extracts element 1.
-The in-place ``collective-permute`` (four operands with ``slice_sizes``) is not
-supported and says so.
+The in-place ``collective-permute`` (input and output buffers with offsets and
+``slice_sizes``) is not supported and says so.
 """
 
 from __future__ import annotations
@@ -134,10 +134,10 @@ def all_gather(m: Machine, instr: Instruction, ops: list[Value]) -> list[np.ndar
 
 
 def collective_permute(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
-    if len(ops) != 1:
+    """The permuted operand (a tuple of them for the combined, several-operand form)."""
+    if instr.has_attr("slice_sizes") or any(isinstance(x, tuple) for x in ops):
         raise error_at(instr, "the in-place collective-permute (input/output buffers and offsets) is not supported")
-    pairs = instr.attr("source_target_pairs", ())
-    pairs = tuple(tuple(int(i) for i in p) for p in pairs)
+    pairs = tuple(tuple(int(i) for i in p) for p in instr.attr("source_target_pairs", ()))
     space, own = permute_space(instr, m.participant)
     if any(i >= len(space) for p in pairs for i in p):
         needed = max(i for p in pairs for i in p) + 1
@@ -150,12 +150,14 @@ def collective_permute(m: Machine, instr: Instruction, ops: list[Value]) -> Valu
     if len(sources) > 1:
         raise error_at(instr, f"id {own} is the target of {len(sources)} pairs")
     if len(space) == 1 or all(s == own and t == own for s, t in pairs):
-        values = {own: ops[0]}
+        values = {own: list(ops)}
     else:
-        values = dict(enumerate(exchange(m, instr, space, ops[0])))
+        values = dict(enumerate(exchange(m, instr, space, list(ops))))
+    shape = _result_shape(instr)
     if not sources:
-        return zeros_for(_result_shape(instr))
-    return np.array(values[sources[0]])
+        return zeros_for(shape)
+    received = [np.array(x) for x in values[sources[0]]]
+    return tuple(received) if isinstance(shape, TupleShape) else received[0]
 
 
 def _result_shape(instr: Instruction):
@@ -193,7 +195,7 @@ def _collective_permute(m: Machine, instr: Instruction, ops: list[Value]) -> Val
 def _collective_permute_start(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     result = collective_permute(m, instr, ops)
     contexts = tuple(zeros_for(s) for s in instr.shape.elements[2:])
-    return (ops[0], result, *contexts)
+    return (ops[0] if len(ops) == 1 else tuple(ops), result, *contexts)
 
 
 @register("all-reduce-done")

@@ -276,3 +276,15 @@ def test_divergent_participants_fail_without_hanging():
         evaluate_participants(m, [[np.zeros(2, np.float32)], [np.zeros(2, np.float32)]])
     with pytest.raises(InterpretError, match="has 2 participants"):
         evaluate_participants(m, [[np.zeros(2, np.float32)]])
+
+
+def test_combined_collective_permute_moves_every_operand():
+    m = module(
+        "  x = s32[2] parameter(0)\n  y = f32[1] parameter(1)\n"
+        "  ROOT cp = (s32[2], f32[1]) collective-permute(x, y), source_target_pairs={{0,1},{1,2},{2,0}}",
+        header=", replica_count=3",
+    )
+    args = [[np.array([r, 10 * r], np.int32), np.array([r + 0.5], np.float32)] for r in range(3)]
+    for r, (x, y) in enumerate(evaluate_participants(m, args)):
+        source = (r - 1) % 3
+        assert x.tolist() == [source, 10 * source] and y.tolist() == [source + 0.5]
