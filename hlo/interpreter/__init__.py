@@ -47,8 +47,15 @@ from hlo.interpreter.values import TOKEN, InterpretError, Value, dtype_of
 from hlo.ir import Module
 
 __all__ = [
-    "InterpretError", "Machine", "PEER_OPCODES", "TOKEN", "Value", "dtype_of", "evaluate",
-    "evaluate_participants", "supported_opcodes",
+    "PEER_OPCODES",
+    "TOKEN",
+    "InterpretError",
+    "Machine",
+    "Value",
+    "dtype_of",
+    "evaluate",
+    "evaluate_participants",
+    "supported_opcodes",
 ]
 
 register_async_sugar()
@@ -78,15 +85,15 @@ def evaluate_participants(module: Module, args_per_participant: Sequence[Sequenc
         )
     exchange = Exchange(world)
     results: list[Value] = [None] * world.size
-    errors: list[BaseException | None] = [None] * world.size
+    errors: list[Exception | None] = [None] * world.size
 
     def run(flat: int) -> None:
         me = Participant.from_flat(flat, world)
-        error: BaseException | None = None
+        error: Exception | None = None
         try:
             with np.errstate(all="ignore"):
                 results[flat] = Machine(module, me, exchange).run(module.entry, list(args_per_participant[flat]))
-        except BaseException as exc:  # re-raised in the caller's thread below
+        except Exception as exc:  # noqa: BLE001  (re-raised in the caller's thread below)
             error = errors[flat] = exc
         finally:
             exchange.finish(me, error)

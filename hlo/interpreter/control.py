@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlo.interpreter.machine import Machine, computation_attr, error_at, ints, register
+from hlo.interpreter.machine import Machine, computation_attr, ints, register
 from hlo.interpreter.values import Value, zeros_for
 from hlo.ir import ComputationRef, Instruction
 from hlo.shape import TupleShape

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from hlo.ir import ComputationRef, Computation, Instruction, Module
-from hlo.shape import ArrayShape, TupleShape
 from hlo.interpreter.participants import Exchange, Participant, World
 from hlo.interpreter.values import InterpretError, Value, check_value, dtype_of
+from hlo.ir import Computation, ComputationRef, Instruction, Module
+from hlo.shape import ArrayShape, TupleShape
 
 Handler = Callable[["Machine", Instruction, list[Value]], Value]
 

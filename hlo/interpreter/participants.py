@@ -223,7 +223,7 @@ class Exchange:
                     )
                 self._lock.wait()
 
-    def finish(self, me: Participant, error: BaseException | None = None) -> None:
+    def finish(self, me: Participant, error: Exception | None = None) -> None:
         with self._lock:
             self._finished.add(me.flat)
             if error is not None and self._failed is None:

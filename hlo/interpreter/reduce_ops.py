@@ -15,7 +15,7 @@ import numpy as np
 from hlo.interpreter.dot_conv import accumulation_dtype
 from hlo.interpreter.machine import Machine, computation_attr, error_at, ints, register
 from hlo.interpreter.shape_ops import pad_array
-from hlo.interpreter.values import Value, dtype_of
+from hlo.interpreter.values import Value
 from hlo.ir import Instruction, PaddingConfig, PaddingDim, Window
 
 _SIMPLE_REDUCERS = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
