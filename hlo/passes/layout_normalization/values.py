@@ -98,10 +98,13 @@ class ValueForms:
             return forms[shape]
         name, path = key
         if isinstance(shape, TupleShape):
-            original = self.original_shape(key)
-            original = _tuple_shape(original)
-            parts = [self.get((name, (*path, i)), e) for i, e in enumerate(original.elements)]
-            made = self.seq.new(f"{name}.tuple", "tuple", shape, parts)
+            original = _tuple_shape(self.original_shape(key))
+            elements = [(name, (*path, i)) for i in range(len(original.elements))]
+            if path and not any(self.has_forms(e) for e in elements):
+                made = self._element(key, shape)  # nothing rewritten inside: fetch it whole
+            else:
+                parts = [self.get(e, s) for e, s in zip(elements, original.elements)]
+                made = self.seq.new(f"{name}.tuple", "tuple", shape, parts)
         elif not isinstance(shape, ArrayShape):
             made = self._element(key, shape)
         else:

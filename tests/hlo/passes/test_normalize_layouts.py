@@ -159,3 +159,27 @@ ENTRY e {
     assert "t" not in names  # the transpose moved no bytes: it is gone
     negate = out.entry.instruction("n")
     assert negate.attr("control-predecessors") == ("a",)
+
+
+def test_nested_tuples_and_variadic_reduce_inside_a_tuple() -> None:
+    _, out = normalized("""HloModule m
+add2 {
+  a0 = f32[] parameter(0)
+  a1 = f32[] parameter(1)
+  b0 = f32[] parameter(2)
+  b1 = f32[] parameter(3)
+  s0 = f32[] add(a0, b0)
+  s1 = f32[] add(a1, b1)
+  ROOT t = (f32[], f32[]) tuple(s0, s1)
+}
+ENTRY e {
+  p = ((f32[2,3]{0,1}, f32[3]{0}), f32[4,2]{0,1}) parameter(0)
+  g0 = (f32[2,3]{0,1}, f32[3]{0}) get-tuple-element(p), index=0
+  g00 = f32[2,3]{0,1} get-tuple-element(g0), index=0
+  g1 = f32[4,2]{0,1} get-tuple-element(p), index=1
+  z = f32[] constant(0)
+  r = (f32[2]{0}, f32[2]{0}) reduce(g00, g00, z, z), dimensions={1}, to_apply=add2
+  n = f32[4,2]{0,1} negate(g1)
+  ROOT t = ((f32[2]{0}, f32[2]{0}), (f32[2,3]{0,1}, f32[3]{0}), f32[4,2]{0,1}) tuple(r, g0, n)
+}""")
+    assert out.entry.root_instruction.opcode == "tuple"
