@@ -28,8 +28,18 @@ not rewritten here), tuple, while, conditional, call, fusion, custom-call,
 gather, scatter, select-and-scatter, fft, triangular-solve, cholesky, rng,
 rng-bit-generator, topk, collectives, infeed/outfeed, send/recv, variadic
 reduce-window, dynamic-slice with a vector of start indices, a dot whose
-result order does not come out physical, anything with a non-trivial
-``sharding``, and any array whose layout ties data to dims (sparse, split).
+result order does not come out physical (or with sparsity metadata), a sort
+whose operands and results are not all in one order, a map over a subset of
+dims, a constant whose values the text elided, an elementwise op that changes
+rank (bitcast-convert between widths), anything with a non-trivial
+``sharding``, any array with dynamic (bounded) dims, and any array whose
+layout ties data to dims (sparse, split). Such an op reads its operands in
+their original shapes (one bitcast each from the physical-order value) and
+its result is bitcast to physical order where a rewritten op needs it: never
+a silent relayout.
+
+A variadic ``reduce`` whose inputs disagree in layout raises
+:class:`~hlo.errors.LayoutError`, as in ``normalize-reductions``.
 
 A module whose arrays are all descending comes back unchanged, and normalizing
 twice changes nothing.
