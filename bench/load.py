@@ -3,12 +3,14 @@
 Starts ``hlo-layout serve`` on a free 127.0.0.1 port (own cache file, 2 workers), then runs
 concurrent httpx clients against it:
 
-- small module, cached: the same ``check`` request again and again (answered from the cache);
-- small module, uncached: every request a different module (the header name varies);
-- medium module, uncached: a ~87 kB corpus module (cnn_train_nhwc.pre.hlo);
+- ``POST /v1/check`` (parse + verify) and ``POST /v1/assign`` (layout assignment on the
+  ``tpu`` target, 10 s time limit), each with:
+  - small module, cached: the same request again and again (answered from the cache);
+  - small module, uncached: every request a different module (the header name varies);
+  - medium module, uncached: a ~87 kB corpus module (cnn_train_nhwc.pre.hlo);
 - health latency while a long job (``check`` of gpt_train_4l.final, several seconds) runs.
 
-Usage: python3 bench/load.py [--concurrency 16] [--seconds 15] [--json OUT.json]
+Usage: python3 bench/load.py [--concurrency 16] [--seconds 15] [--only check|assign] [--json OUT]
 Every loop stops at its request count or its time budget, whichever comes first; all traffic
 goes to 127.0.0.1.
 """
@@ -69,7 +71,7 @@ def summarize(name: str, latencies: list[float], statuses: dict[int, int], wall:
 
 
 async def load(
-    client: httpx.AsyncClient, name: str, body: Callable[[int], dict], count: int,
+    client: httpx.AsyncClient, route: str, name: str, body: Callable[[int], dict], count: int,
     concurrency: int, seconds: float,
 ) -> dict:
     latencies: list[float] = []
@@ -83,13 +85,15 @@ async def load(
             i = next_index
             next_index += 1
             start = time.perf_counter()
-            r = await client.post("/v1/check", json=body(i))
+            r = await client.post(route, json=body(i))
             latencies.append(time.perf_counter() - start)
             statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
 
     start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return summarize(name, latencies, statuses, time.perf_counter() - start)
+    result = summarize(name, latencies, statuses, time.perf_counter() - start)
+    result["route"] = route
+    return result
 
 
 async def health_during_long_job(client: httpx.AsyncClient, long_text: str) -> dict:
@@ -116,24 +120,38 @@ async def health_during_long_job(client: httpx.AsyncClient, long_text: str) -> d
     return result
 
 
-async def run(base: str, concurrency: int, seconds: float) -> list[dict]:
+ASSIGN = {"target": "tpu", "options": {"time_limit_s": 10}}
+
+
+async def run(base: str, concurrency: int, seconds: float, only: str | None) -> list[dict]:
     medium = (SHARED / "corpus" / "cnn_train_nhwc.pre.hlo").read_text()
     long_text = gzip.decompress((SHARED / "corpus" / "gpt_train_4l.final.hlo.gz").read_bytes())
     limits = httpx.Limits(max_connections=concurrency * 2)
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
-        await client.post("/v1/check", json={"hlo": SMALL.format(name="warm")})
-        results = [
-            await load(client, "small, cached", lambda i: {"hlo": SMALL.format(name="cached")},
-                       5000, concurrency, seconds),
-            await load(client, "small, uncached", lambda i: {"hlo": SMALL.format(name=f"m{i}")},
-                       2000, concurrency, seconds),
-            await load(
-                client, "medium (87 kB), uncached",
-                lambda i: {"hlo": medium.replace("HloModule ", f"HloModule v{i}_", 1)},
-                300, concurrency, seconds,
-            ),
-            await health_during_long_job(client, long_text.decode()),
-        ]
+    results = []
+    async with httpx.AsyncClient(base_url=base, timeout=300, limits=limits) as client:
+        for route, extra in (("/v1/check", {}), ("/v1/assign", ASSIGN)):
+            if only is not None and not route.endswith(only):
+                continue
+            op = route.rsplit("/", 1)[1]
+            warm = await client.post(route, json={"hlo": SMALL.format(name="warm"), **extra})
+            if warm.status_code != 200:
+                raise RuntimeError(f"{route}: {warm.status_code} {warm.text[:300]}")
+            results += [
+                await load(client, route, f"{op}: small, cached",
+                           lambda i: {"hlo": SMALL.format(name="cached"), **extra},
+                           5000, concurrency, seconds),
+                await load(client, route, f"{op}: small, uncached",
+                           lambda i: {"hlo": SMALL.format(name=f"m{i}"), **extra},
+                           2000, concurrency, seconds),
+                await load(
+                    client, route, f"{op}: medium (87 kB), uncached",
+                    lambda i: {"hlo": medium.replace("HloModule ", f"HloModule v{i}_", 1),
+                               **extra},
+                    300, concurrency, seconds,
+                ),
+            ]
+        if only is None:
+            results.append(await health_during_long_job(client, long_text.decode()))
     return results
 
 
@@ -154,6 +172,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=15.0, help="Budget per scenario.")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", choices=("check", "assign"), help="One operation, no health.")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -179,7 +198,7 @@ def main() -> None:
                 except httpx.HTTPError:
                     pass
                 time.sleep(0.2)
-            results = asyncio.run(run(base, args.concurrency, args.seconds))
+            results = asyncio.run(run(base, args.concurrency, args.seconds, args.only))
         finally:
             server.terminate()
             server.wait(timeout=30)
