@@ -202,3 +202,23 @@ def test_normalize_variadic_reduce_in_two_layouts_is_a_located_400(client: httpx
     r = client.post("/v1/normalize", content=text, headers={"content-type": "text/plain"})
     assert r.status_code == 400, r.text
     assert r.json()["type"] == "layout_error" and (r.json()["line"], r.json()["column"]) == (26, 3)
+
+
+def test_batch_job_defaults_to_assign_and_agrees_with_the_route(client: httpx.Client,
+                                                                assigned: dict) -> None:
+    import time
+
+    modules = [{"name": "small", "hlo": corpus_text(SMALL)},
+               {"name": "bitcast", "hlo": NO_LAYOUT_BITCAST}]
+    r = client.post("/v1/batches", json={"modules": modules, "target": "tpu",
+                                         "options": {"time_limit_s": 10}})
+    assert r.status_code == 202, r.text
+    job = r.json()
+    assert job["operation"] == "assign"
+    deadline = time.monotonic() + 120
+    while job["status"] != "done" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        job = client.get(f"/v1/batches/{job['id']}").json()
+    by_name = {item["name"]: item for item in job["results"]}
+    assert by_name["small"]["result"] == assigned  # the same request as the route's
+    assert by_name["bitcast"]["error"]["type"] == "layout_dependent_bitcast"
