@@ -15,10 +15,13 @@ non-canonical reduce is rewritten as
 The result layout keeps the original result's physical order, so the final
 bitcast moves no bytes and consumers are untouched. A variadic reduce needs one
 dim order on all its inputs (as layout assignment guarantees); otherwise the
-pass raises :class:`~hlo.errors.LayoutError`. Tiles ride along with the dims
-(the permutation keeps every physical offset); a reduce whose inputs or results
-cannot be permuted that way (sparse layouts, split configs) is left as it is and
-reported by :func:`normalize_reductions_with_notes`.
+pass raises :class:`~hlo.errors.LayoutError`. A tiled input is bitcast to the
+untiled physical-order shape when the physical offset maps agree (the tiles are
+no-ops there), else to the physical-order shape with its tiles kept (tiles cover
+physical positions, which the permutation does not move, so the offsets always
+agree; checked all the same). A reduce whose inputs or results cannot be
+permuted that way (sparse layouts, split configs) is left as it is and reported
+by :func:`normalize_reductions_with_notes`.
 """
 
 from __future__ import annotations
@@ -187,6 +190,18 @@ def _transpose_between(src: ArrayShape, dst: ArrayShape) -> tuple[int, ...]:
     return tuple(by_position[dst_pos[j]] for j in range(dst.rank))
 
 
+def physical_input_shape(shape: ArrayShape) -> ArrayShape:
+    """The shape a reduce input is bitcast to: its dims major to minor with the
+    default layout when that keeps every physical offset (tiles that are no-ops,
+    e.g. ``T(8,128)`` on ``f32[16,128]``), else the same with the tiles kept."""
+    tiled = physical_shape(shape)
+    if tiled.layout is None or not tiled.layout.tiles:
+        return tiled
+    plain = tiled.with_layout(dataclasses.replace(tiled.layout, tiles=()))
+    order = physical_order(shape)
+    return plain if transpose_is_bitcast(shape, plain, order) else tiled
+
+
 def _skip_reason(instr: Instruction, input_shapes: Sequence[Shape]) -> str | None:
     for s in (*input_shapes, *_results(instr.shape)):
         if not is_normalizable(s):
@@ -220,7 +235,7 @@ def _rewrite_reduce(
     order = shared_input_order(module, instr, input_shapes)  # type: ignore[arg-type]
     physical_inputs = []
     for n, s in zip(inputs, input_shapes):
-        target = physical_shape(s)  # type: ignore[arg-type]
+        target = physical_input_shape(s)  # type: ignore[arg-type]
         key = (n, target)
         if key not in cache:
             cache[key] = seq.bitcast(n, target, f"{n}.physical")

@@ -241,3 +241,27 @@ ENTRY e {
     assert (note.computation, note.instruction) == ("e", "r")
     assert "sparse" in note.reason
     assert non_canonical_reduces(out) == [("e", "r")]
+
+
+def test_no_op_tiles_are_dropped_real_ones_kept() -> None:
+    """``T(8,128)`` on a physical ``[16,128]`` is row-major already: the input is
+    bitcast to the plain shape; on ``[16,256]`` the tiles reorder bytes and stay."""
+    for minor, expected in (
+        (128, "f32[16,128]{1,0} bitcast"),
+        (256, "f32[16,256]{1,0:T(8,128)} bitcast"),
+    ):
+        module = parse_module(f"""HloModule m
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}}
+ENTRY e {{
+  p = f32[{minor},16]{{0,1:T(8,128)}} parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[16]{{0}} reduce(p, z), dimensions={{0}}, to_apply=add
+}}""")
+        out = normalize_reductions(module)
+        assert expected in [f"{i.shape} {i.opcode}" for i in out.entry.instructions]
+        assert non_canonical_reduces(out) == []
+        _proved(module, out)
