@@ -25,6 +25,9 @@ COPY hlo ./hlo
 COPY solver ./solver
 COPY service ./service
 RUN pip install --no-deps .
+# Import the installed package from outside the source tree: a package directory missing from
+# the install (no __init__.py) fails the build here rather than the first request.
+RUN cd / && python -c "import service.app, service.layout_operations, service.cli"
 
 RUN useradd --create-home --uid 10001 hlo \
     && mkdir -p /data && chown hlo:hlo /data

@@ -58,3 +58,21 @@ def test_healthcheck_hits_healthz_and_cmd_serves_on_all_interfaces() -> None:
 def test_dockerignore_keeps_the_context_small() -> None:
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {".git", "tests"} <= set(ignored)
+
+
+def test_every_service_directory_is_an_installed_package() -> None:
+    # The image installs the project (not editable): a code directory setuptools does not
+    # find as a package would be missing there, although it imports fine from the source tree.
+    from setuptools import find_packages
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    include = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    found = set(find_packages(where=str(REPO), include=include))
+    code_dirs = {
+        ".".join(path.parent.relative_to(REPO).parts)
+        for path in (REPO / "service").rglob("*.py") if "__pycache__" not in path.parts
+    }
+    assert code_dirs <= found, sorted(code_dirs - found)
+    steps = instructions()
+    smoke = [rest for kw, rest in steps if kw == "RUN" and "import service.app" in rest]
+    assert smoke and "service.layout_operations" in smoke[0]

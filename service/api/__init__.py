@@ -1,0 +1,1 @@
+"""The HTTP API: application pieces, request/response schemas and routers."""
