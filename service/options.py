@@ -57,6 +57,8 @@ class AssignOptions:
     normalization passes run on the result (none by default, so the answer is exactly what
     ``hlo-layout assign`` prints).
 
+    ``time_limit_s`` left out of an HTTP request takes the server's ``default_time_limit_s``;
+    every time limit is capped by the server's ``max_time_limit_s``.
     ``emit_bitcasts`` writes transposes and reshapes that became free as ``bitcast``;
     ``max_candidates`` bounds the layouts considered per buffer; ``verify`` runs the layout
     verifier on the result (its findings are the report's ``violations``).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import typing
@@ -16,6 +17,7 @@ from service.api.errors import ApiError, error_body, validation_body
 from service.api.execution import Executor
 from service.api.schemas import MODULE_INPUTS
 from service.metrics import Metrics
+from service.options import AssignOptions
 from service.pipeline import InlineTarget, ModuleRequest, Operation
 from service.settings import Settings
 
@@ -104,11 +106,14 @@ def module_request_reader(operation: Operation) -> Callable[[Request], Awaitable
                 body = model.model_validate(data)
             except ValidationError as exc:
                 raise ApiError(422, validation_body(exc.errors(), drop=("options",)))
+            given = options
         elif media in ("application/json", ""):
+            raw = await read_json(request)
             try:
-                body = model.model_validate(await read_json(request))
+                body = model.model_validate(raw)
             except ValidationError as exc:
                 raise ApiError(422, validation_body(exc.errors()))
+            given = raw.get("options") if isinstance(raw, dict) else None
         else:
             raise ApiError(
                 415,
@@ -122,10 +127,19 @@ def module_request_reader(operation: Operation) -> Callable[[Request], Awaitable
             body.hlo,
             name=body.name,
             target=target_spec(getattr(body, "target", None)),
-            options=body.options,
+            options=with_server_defaults(body.options, given, request.app.state.settings),
         )
 
     return read
+
+
+def with_server_defaults(options: Any, given: Any, settings: Settings) -> Any:
+    """``options`` with the server's default time limit where the request did not set one."""
+    if isinstance(options, AssignOptions) and not (
+        isinstance(given, dict) and "time_limit_s" in given
+    ):
+        return dataclasses.replace(options, time_limit_s=settings.default_time_limit_s)
+    return options
 
 
 def _is_list_option(model: type, key: str) -> bool:

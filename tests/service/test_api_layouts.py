@@ -38,7 +38,8 @@ NO_LAYOUT_BITCAST = (
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     cache = tmp_path_factory.mktemp("layouts") / "cache.sqlite"
-    settings = Settings(workers=2, queue_limit=8, cache_path=cache, max_time_limit_s=20)
+    settings = Settings(workers=2, queue_limit=8, cache_path=cache, max_time_limit_s=20,
+                        default_time_limit_s=7)
     with running_server(create_app(settings)) as base:
         with httpx.Client(base_url=base, timeout=120) as c:
             yield c
@@ -124,10 +125,15 @@ def test_assign_text_plain_with_query_options(client: httpx.Client) -> None:
     assert equivalent(client, text, report["hlo"])
 
 
-def test_time_limit_is_capped_by_the_server_settings(client: httpx.Client) -> None:
-    r = client.post("/v1/assign", json={"hlo": corpus_text("mlp_fwd_tiny.pre_short.hlo"),
-                                        "target": "cpu", "options": {"time_limit_s": 600}})
+def test_time_limit_is_capped_and_defaulted_by_the_server_settings(client: httpx.Client) -> None:
+    text = corpus_text("mlp_fwd_tiny.pre_short.hlo")
+    r = client.post("/v1/assign", json={"hlo": text, "target": "cpu",
+                                        "options": {"time_limit_s": 600}})
     assert r.status_code == 200 and r.json()["options"]["time_limit"] == 20
+    r = client.post("/v1/assign", json={"hlo": text, "target": "cpu"})
+    assert r.status_code == 200 and r.json()["options"]["time_limit"] == 7
+    r = client.post("/v1/assign?target=cpu", content=text, headers={"content-type": "text/plain"})
+    assert r.status_code == 200 and r.json()["options"]["time_limit"] == 7
 
 
 @pytest.mark.parametrize(

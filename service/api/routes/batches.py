@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from pydantic import TypeAdapter, ValidationError
 
 from service.api.batch_jobs import BatchJob
-from service.api.deps import BatchJobsDep, SettingsDep, target_spec
+from service.api.deps import BatchJobsDep, SettingsDep, target_spec, with_server_defaults
 from service.api.errors import ApiError, error_body, validation_body
 from service.api.routes.errors_doc import error_responses
 from service.api.schemas import BatchIn, BatchItemOut, BatchOut
@@ -71,6 +71,7 @@ async def create_batch(body: BatchIn, jobs: BatchJobsDep, settings: SettingsDep)
     except ValidationError as exc:
         errors = [{**e, "loc": ("options", *e["loc"])} for e in exc.errors()]
         raise ApiError(422, validation_body(errors)) from exc
+    options = with_server_defaults(options, body.options, settings)
     target = target_spec(body.target) if body.operation in NEEDS_TARGET else None
     requests: list[tuple[str, Request]] = [
         (m.name, ModuleRequest(body.operation, m.hlo, m.name, target, options))
