@@ -15,7 +15,9 @@ from rich.table import Table
 
 from hlo.errors import HloError
 from hlo.parser import parse_file
+from hlo.passes import DEFAULT_PASSES, PassError, pass_names, passes_for_target
 from hlo.printer import print_module
+from hlo.target import load_target
 from solver.layout_assignment.assign import AssignmentError, assign, score
 from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.report import summary, to_json
@@ -34,6 +36,24 @@ def _load(path: Path):
         raise typer.Exit(code=2) from None
 
 
+def _normalization(flag: bool | None, passes: str | None, target: str) -> tuple[str, ...] | None:
+    """``AssignOptions.normalize`` from the flags: ``--passes`` names them, ``--no-normalize``
+    runs none, ``--normalize`` the target's passes (normalize-reductions where it asks for
+    none), neither: the target's default (``None``)."""
+    if passes is not None:
+        if flag is False:
+            raise PassError("--no-normalize and --passes contradict each other")
+        names = pass_names(passes)
+        if not names:
+            raise PassError("--passes names no pass")
+        return names
+    if flag is None:
+        return None
+    if not flag:
+        return ()
+    return passes_for_target(load_target(target)) or DEFAULT_PASSES
+
+
 def register(app: typer.Typer) -> None:
     @app.command("assign")
     def assign_command(
@@ -45,14 +65,26 @@ def register(app: typer.Typer) -> None:
         report: Path | None = typer.Option(None, "--report", help="Write the JSON report here."),
         emit_bitcasts: bool = typer.Option(False, "--emit-bitcasts",
                                            help="Write free transposes/reshapes as bitcast."),
+        normalize: bool | None = typer.Option(
+            None, "--normalize/--no-normalize",
+            help="Run normalization passes on the result (default: what the target asks for; "
+                 "--normalize on a target that asks for none runs normalize-reductions)."),
+        passes: str | None = typer.Option(
+            None, "--passes", help="Comma-separated normalization passes to run, in order."),
     ) -> None:
         """Assign layouts to FILE; print the module (or write it to -o) and a summary."""
         if entry_layout not in ("fixed", "auto"):
             typer.echo(f"error: --entry-layout must be fixed or auto, not {entry_layout!r}", err=True)
             raise typer.Exit(code=2)
+        try:
+            requested = _normalization(normalize, passes, target)
+        except HloError as err:
+            typer.echo(f"error: {err.message}", err=True)
+            raise typer.Exit(code=2) from None
         module = _load(path)
         options = AssignOptions(target=target, entry_layout=entry_layout,  # type: ignore[arg-type]
-                                time_limit=time_limit, emit_bitcasts=emit_bitcasts)
+                                time_limit=time_limit, emit_bitcasts=emit_bitcasts,
+                                normalize=requested)
         try:
             result = assign(module, options)
         except (HloError, AssignmentError) as err:
@@ -70,6 +102,9 @@ def register(app: typer.Typer) -> None:
         for key in ("status", "objective_ns", "lower_bound_ns", "default_ns", "greedy_ns",
                     "copies_inserted", "time_ms"):
             table.add_row(key, str(s[key]))
+        norm = result.normalization
+        table.add_row("normalized", (", ".join(norm.passes) or "none") + (
+            f" ({len(norm.reductions_normalized)} reduces)" if norm.passes else ""))
         Console(stderr=out is None).print(table)
         if result.violations:
             for v in result.violations:

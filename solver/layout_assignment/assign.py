@@ -20,11 +20,13 @@ from hlo.layout_verifier import verify_layouts
 from hlo.passes.apply_layouts import Conversion, LayoutPlan, apply_layouts
 from hlo.shape import Layout
 from hlo.target import Target, load_target
+from hlo.verifier import collect_errors
 from solver.layout_assignment.baselines import default_labels, greedy_labels
 from solver.layout_assignment.candidates import candidate_sets
 from solver.layout_assignment.compile import Compiled, compile_problem, evaluate, view_of
 from solver.layout_assignment.costs import Candidate, CostModel, Term
 from solver.layout_assignment.layout_graph import LayoutGraph, build_graph
+from solver.layout_assignment.normalization import Normalization, normalization_passes, normalize
 from solver.layout_assignment.options import AssignOptions
 from solver.options import SolveOptions
 from solver.problem import Status
@@ -81,6 +83,9 @@ class AssignResult:
     violations: tuple[str, ...] = ()
     nodes: int = 0
     relations: int = 0
+    normalization: Normalization = Normalization()
+    #: The laid-out module before normalization (``module`` when no pass ran).
+    assigned: Module | None = None
 
     @property
     def gap(self) -> float | None:
@@ -168,6 +173,7 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
         clock = now
 
     target = _target(options.target)
+    passes = normalization_passes(options.normalize, target)
     cm = CostModel(target)
     graph = build_graph(module, entry_auto=options.entry_layout == "auto")
     cands = candidate_sets(graph, cm, cap=options.max_candidates)
@@ -207,10 +213,13 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     best = min(built, key=lambda k: (built[k][1].total, ("cp-sat", "greedy", "default").index(k)))
     rewritten, sc, inserted = built[best]
     lap("rewrite")
-    # Tiles are compared on tied ops except on tiled targets, where an op that changes the
-    # element width (convert, compare) necessarily changes the tiles (XLA ignores tiles there).
-    violations = tuple(str(v) for v in verify_layouts(
-        rewritten, compare_tiles=target.layout_family == "row_major")) if options.verify else ()
+    assigned = rewritten
+    if passes:
+        rewritten, normalization = normalize(rewritten, passes)
+    else:
+        normalization = Normalization()
+    lap("normalize")
+    violations = _violations(rewritten, target) if options.verify else ()
     lap("verify")
     chosen = _labels_to_candidates(compiled, runs[best])
     layouts = []
@@ -235,7 +244,15 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
         baselines_model={k: v for k, v in model_cost.items() if v is not None},
         score=sc, layouts=tuple(layouts), inserted=tuple(inserted),
         entry_layouts=entry_layouts, timings_ms=timings, violations=violations,
-        nodes=problem.num_nodes, relations=len(graph.relations))
+        nodes=problem.num_nodes, relations=len(graph.relations), normalization=normalization,
+        assigned=assigned)
+
+
+def _violations(module: Module, target: Target) -> tuple[str, ...]:
+    """Structural errors, then layout violations, of the returned module."""
+    errors = tuple(str(e) for e in collect_errors(module))
+    return errors + tuple(str(v) for v in verify_layouts(
+        module, compare_tiles=target.layout_family == "row_major"))
 
 
 def _has_auto(module: Module) -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 
 from hlo.bitcast import is_bitcast, transpose_is_bitcast
 from hlo.errors import HloError
+from hlo.layout_verifier import bitcast_kind
 from hlo.shape import ArrayShape
 from solver.layout_assignment.costs import Candidate, CostModel, Term, physical_bytes
 from solver.layout_assignment.layout_graph import LayoutGraph, Relation
@@ -60,6 +61,10 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
         try:
             if rel.kind == "transpose":
                 free = transpose_is_bitcast(src, dst, rel.dims)
+            elif rel.kind == "bitcast":
+                # A written bitcast may be a free reshape or a free transpose
+                # (normalization writes the latter).
+                free = bitcast_kind(src, dst) is not None
             elif src.element_count == dst.element_count:
                 free = is_bitcast(src, dst)
         except HloError:

@@ -17,7 +17,11 @@ class AssignOptions:
     without a layout are AUTO and free); ``"auto"`` frees every entry array and
     the report lists the layouts to feed. ``time_limit``: seconds for the solve.
     ``max_candidates``: layouts considered per buffer. ``emit_bitcasts``: write
-    transposes/reshapes that became free as ``bitcast``.
+    transposes/reshapes that became free as ``bitcast``. ``normalize``: the
+    normalization passes run on the result (``hlo.passes`` names or their short
+    aliases, in order); ``None`` runs what the target asks for
+    (:func:`hlo.passes.passes_for_target`: the GPU family normalizes and groups
+    reductions), ``()`` runs none.
     """
 
     target: str = "cpu"
@@ -28,3 +32,4 @@ class AssignOptions:
     emit_bitcasts: bool = False
     max_candidates: int = 6
     verify: bool = True
+    normalize: tuple[str, ...] | None = None

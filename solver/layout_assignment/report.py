@@ -24,7 +24,9 @@ def to_json(result: AssignResult, *, include_hlo: bool = True, include_timings: 
         "options": {"entry_layout": result.options.entry_layout,
                     "time_limit": result.options.time_limit,
                     "emit_bitcasts": result.options.emit_bitcasts,
-                    "max_candidates": result.options.max_candidates},
+                    "max_candidates": result.options.max_candidates,
+                    "normalize": (None if result.options.normalize is None
+                                  else list(result.options.normalize))},
         "status": result.status,
         "chosen_by": result.chosen_by,
         "objective": result.objective,
@@ -38,6 +40,7 @@ def to_json(result: AssignResult, *, include_hlo: bool = True, include_timings: 
         "layouts": [{"computation": c, "instruction": i, "shape": s} for c, i, s in result.layouts],
         "inserted": [dict(x) for x in result.inserted],
         "entry_layouts": dict(result.entry_layouts),
+        "normalization": result.normalization.to_json(),
         "violations": list(result.violations),
         "problem": {"nodes": result.nodes, "relations": result.relations},
     }

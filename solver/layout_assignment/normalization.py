@@ -1,0 +1,66 @@
+"""Normalization after assignment: the target's canonical forms, run as named passes.
+
+``AssignOptions.normalize`` says which passes (:data:`hlo.passes.PASSES`) run on
+the laid-out module: ``None`` asks the target (:func:`hlo.passes.passes_for_target`:
+the GPU family wants canonical reductions grouped into rows and columns), ``()``
+runs none. The result records the passes run, the reduces the reduction pass
+rewrote and the ones it had to leave (with the reason), so the report can say
+what changed.
+
+Example (gpu): ``r = f32[64] reduce(f32[64,128]{0,1} x), dimensions={1}`` is
+normalized to a bitcast of ``x`` to ``f32[128,64]{1,0}`` reduced over dim 0;
+``reductions_normalized`` lists ``("main", "r")``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hlo.ir import Module
+from hlo.passes import PASSES, pass_names, passes_for_target
+from hlo.passes.normalize_reductions import non_canonical_reduces, normalize_reductions_with_notes
+from hlo.target import Target
+
+__all__ = ["Normalization", "normalization_passes", "normalize"]
+
+
+@dataclass(frozen=True, slots=True)
+class Normalization:
+    """What normalization did: passes (full names, in order), reduces rewritten, reduces left."""
+
+    passes: tuple[str, ...] = ()
+    reductions_normalized: tuple[tuple[str, str], ...] = ()
+    reductions_left: tuple[tuple[str, str, str], ...] = ()
+
+    def to_json(self) -> dict:
+        return {
+            "passes": list(self.passes),
+            "reductions_normalized": [{"computation": c, "instruction": i}
+                                      for c, i in self.reductions_normalized],
+            "reductions_left": [{"computation": c, "instruction": i, "reason": why}
+                                for c, i, why in self.reductions_left],
+        }
+
+
+def normalization_passes(requested: tuple[str, ...] | None, target: Target) -> tuple[str, ...]:
+    """Canonical pass names: the target's default for ``None``, else the ones named."""
+    if requested is None:
+        return passes_for_target(target)
+    return pass_names(requested)
+
+
+def normalize(module: Module, names: tuple[str, ...]) -> tuple[Module, Normalization]:
+    """Run ``names`` in order on ``module``; raises :class:`hlo.passes.PassError` for an
+    unknown name and :class:`hlo.errors.LayoutError` where a pass rejects the module."""
+    normalized: list[tuple[str, str]] = []
+    left: list[tuple[str, str, str]] = []
+    for name in names:
+        if name == "normalize-reductions":
+            before = non_canonical_reduces(module)
+            module, skipped = normalize_reductions_with_notes(module)
+            kept = {(s.computation, s.instruction) for s in skipped}
+            normalized.extend(r for r in before if r not in kept and r not in normalized)
+            left.extend((s.computation, s.instruction, s.reason) for s in skipped)
+        else:
+            module = PASSES[name](module)
+    return module, Normalization(tuple(names), tuple(normalized), tuple(dict.fromkeys(left)))
