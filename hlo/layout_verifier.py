@@ -24,7 +24,16 @@ same standard. Rules compare :class:`~hlo.shape.Layout` values leaf by leaf; a
     XLA also ignores tiles here (its tiling is assigned by a later, target pass);
     this project assigns tiles together with the dim order, so a tile change on a
     tied op is a hidden relayout and tiles are compared unless
-    ``compare_tiles=False`` (which gives XLA's exact predicate). Operands of
+    ``compare_tiles=False`` (which gives XLA's exact predicate). Tiles are compared
+    only between an operand and a result of the *same element width* (``E(n)``
+    when written, else the type's width) *and the same dims*: a target's tile is a
+    function of the element width and the shape (TPU: 32-bit ``T(8,128)``, 16-bit
+    ``T(8,128)(2,1)``, 8-bit ``T(8,128)(4,1)``; a second-minor dim of 1-2 takes the
+    compact ``T(2,128)``; ``pred`` is a width of its own, packed 32 rows to a word by
+    ``T(32,128)(32,1)`` though stored in 8 bits), so an op that changes the width (``convert`` f32 -> bf16,
+    ``compare`` -> pred, the pred operand of ``select``) or the shape (the update of
+    a ``dynamic-update-slice``, a ``slice``) may change the tiles with it, while the
+    same width and shape with other tiles is a hidden relayout. Operands of
     other ranks (scalar bounds of clamp, start indices, a pad value) are free.
     For the variadic forms (tuple results of sort, reduce-window, scatter,
     all-reduce) operand ``i`` is tied to result element ``i`` (DESIGN §6;
@@ -252,7 +261,9 @@ class _Checker:
             free_size = instr.opcode in _ELEMENT_SIZE_FREE or (
                 instr.opcode == "select" and shape.element_type == "pred")
             le, la = _layout_of(out), _layout_of(shape)
-            if not _equal(le, la, tiles=self.tiles, memory_space=False,
+            tiles = (self.tiles and shape.dims == out.dims
+                     and _width(shape, la) == _width(out, le))
+            if not _equal(le, la, tiles=tiles, memory_space=False,
                           element_size=not free_size):
                 self.report(comp, instr, "tie", str(le), str(la),
                             f"operand {i} '{operands[i].name}' of {instr.opcode} must have the "
@@ -500,6 +511,13 @@ def bitcast_kind(src: ArrayShape, dst: ArrayShape) -> str | None:
             if transpose_is_bitcast(src, dst, perm, ignore_element_type=ignore):
                 return "transpose"
     return None
+
+
+def _width(shape: ArrayShape, layout: Layout) -> tuple[bool, int]:
+    """The width a target picks tiles by: ``pred`` is its own class (targets pack it as
+    bits), then ``E(n)`` when written, else the type's width."""
+    return (shape.element_type == "pred",
+            layout.element_size_bits or element_bits(shape.element_type))
 
 
 def _only_alignment(a: Layout, b: Layout) -> bool:

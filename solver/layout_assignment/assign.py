@@ -219,7 +219,7 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     else:
         normalization = Normalization()
     lap("normalize")
-    violations = _violations(rewritten, target) if options.verify else ()
+    violations = _violations(rewritten) if options.verify else ()
     lap("verify")
     chosen = _labels_to_candidates(compiled, runs[best])
     layouts = []
@@ -248,11 +248,10 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
         assigned=assigned)
 
 
-def _violations(module: Module, target: Target) -> tuple[str, ...]:
+def _violations(module: Module) -> tuple[str, ...]:
     """Structural errors, then layout violations, of the returned module."""
     errors = tuple(str(e) for e in collect_errors(module))
-    return errors + tuple(str(v) for v in verify_layouts(
-        module, compare_tiles=target.layout_family == "row_major"))
+    return errors + tuple(str(v) for v in verify_layouts(module))
 
 
 def _has_auto(module: Module) -> bool:

@@ -116,6 +116,40 @@ ENTRY main {
     assert verify_layouts(module, compare_tiles=False) == []
 
 
+def test_tiles_of_tied_operands_compared_only_at_equal_element_widths_and_dims():
+    # The TPU tile is a function of the width and the shape: convert f32 -> bf16 must go
+    # from T(8,128) to T(8,128)(2,1), compare -> pred to the pred tile, and the f32[2,256]
+    # update of a dynamic-update-slice takes the compact T(2,128); a bf16 -> f16 convert
+    # (same width) with other tiles, or an f32 negate with other tiles, hides a relayout.
+    text = """HloModule m
+ENTRY main {
+  a = f32[16,256]{1,0:T(8,128)} parameter(0)
+  h = bf16[16,256]{1,0:T(8,128)(2,1)} convert(a)
+  c = pred[16,256]{1,0:T(32,128)(32,1)} compare(a, a), direction=LT
+  s = f32[16,256]{1,0:T(8,128)} select(c, a, a)
+  w = f32[16,256]{1,0:T(8,128)(2,1)} negate(a)
+  e = f32[16,256]{1,0:E(16)T(8,128)(2,1)} convert(a)
+  g = f16[16,256]{1,0:T(8,128)} convert(h)
+  f = f32[16,256]{0,1:T(8,128)} convert(h)
+  u = f32[2,256]{1,0:T(2,128)} parameter(1)
+  i = s32[] parameter(2)
+  d = f32[16,256]{1,0:T(8,128)} dynamic-update-slice(a, u, i, i)
+  v = f32[2,256]{1,0:T(2,128)} negate(u)
+  x = f32[2,256]{1,0:T(8,128)} negate(u)
+  b = u8[16,256]{1,0:T(8,128)(4,1)} convert(c)
+  ROOT t = (bf16[16,256]{1,0:T(8,128)(2,1)}, f32[16,256]{1,0:T(8,128)}, f32[16,256]{1,0:T(8,128)(2,1)}, f32[16,256]{1,0:E(16)T(8,128)(2,1)}, f16[16,256]{1,0:T(8,128)}, f32[16,256]{0,1:T(8,128)}, f32[16,256]{1,0:T(8,128)}, f32[2,256]{1,0:T(2,128)}, f32[2,256]{1,0:T(8,128)}, u8[16,256]{1,0:T(8,128)(4,1)}) tuple(h, s, w, e, g, f, d, v, x, b)
+}
+"""
+    found = {(v.rule, v.instruction) for v in verify_layouts(parse_module(text, "m"))}
+    # w, x: same width and dims, other tiles; g: bf16 -> f16 is the same width; f: the dim
+    # order is still compared across widths. h, c, s, e (E(16) is the stored width), d
+    # (its update has other dims), v and b (pred, 8-bit in memory, has a tile of its own)
+    # pass.
+    assert found == {("tie", "w"), ("tie", "g"), ("tie", "f"), ("tie", "x")}
+    assert verify_layouts(parse_module(text, "m"), compare_tiles=False) == [
+        v for v in verify_layouts(parse_module(text, "m")) if v.instruction == "f"]
+
+
 def untiled_offsets(shape: ArrayShape) -> np.ndarray:
     """Physical offset of every logical index from plain strides (the oracle)."""
     strides = [0] * shape.rank
