@@ -83,7 +83,7 @@ def build_model(problem: Problem, hint: tuple[int, ...] | None = None,
 
     # Pairwise tables: level booleans (tight), or pair booleans for huge tables.
     for k, edge in enumerate(problem.edges):
-        _add_edge(built, k, edge.u, edge.v, edge.costs, hint)
+        _add_edge(built, k, edge.u, edge.v, edge.costs, hint, deadline)
         if deadline is not None and k % 256 == 255 and time.perf_counter() > deadline:
             raise BuildTimeout(f"model building stopped after {k + 1} edges")
 
@@ -112,7 +112,7 @@ def build_model(problem: Problem, hint: tuple[int, ...] | None = None,
 
 
 def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
-              hint: tuple[int, ...] | None) -> None:
+              hint: tuple[int, ...] | None, deadline: float | None = None) -> None:
     model, xu, xv = built.model, built.x[u], built.x[v]
     finite = table < FORBIDDEN
     for a in np.flatnonzero(~finite.all(axis=1)):
@@ -127,7 +127,9 @@ def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
     by_u, by_v = _level_layout(table), _level_layout(table.T)
     if min(by_u[0], by_v[0]) > LEVEL_LITERALS_LIMIT:
         # Pair booleans: z -> chosen pair (a, b) costs M[a, b].
-        for a, b in zip(*np.nonzero(costly)):
+        for count, (a, b) in enumerate(zip(*np.nonzero(costly))):
+            if count % 4096 == 4095 and deadline is not None and time.perf_counter() > deadline:
+                raise BuildTimeout(f"model building stopped inside edge {k}")
             if xu[a] is None or xv[b] is None:
                 continue
             z = model.new_bool_var("")

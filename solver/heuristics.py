@@ -268,18 +268,25 @@ def heuristic(problem: Problem, time_limit: float = 1.0) -> HeuristicResult:
         if fits and cost < FORBIDDEN and (best_cost is None or cost < best_cost):
             best, best_cost = labels, cost
 
-    plain = tree_labels(problem)
     usage = _usage_sums(problem)
-    if problem.memory_limit is not None and problem.memory and \
-            peak_memory(problem, plain) > problem.memory_limit:
+    limited = problem.memory_limit is not None and bool(problem.memory)
+    if limited:
+        # A reliable start first: smallest usages (fits whenever anything does at
+        # the constant parts), descent then removes forbidden pairs within memory.
+        start = np.array([int(np.argmin(np.where(u < FORBIDDEN, s, np.iinfo(np.int64).max)))
+                          for u, s in zip(problem.unary, usage)])
+        labels, s = descend(problem, start, max(deadline, time.perf_counter() + 1.0), graph)
+        sweeps += s
+        cost = _cost(problem, labels)
+        if cost < FORBIDDEN and peak_memory(problem, labels) <= problem.memory_limit:
+            best, best_cost = labels, cost
+    plain = tree_labels(problem)
+    if limited and peak_memory(problem, plain) > problem.memory_limit:
         _penalized_search(problem, plain, usage, consider, began + time_limit * 0.7)
     else:
         consider(plain)
     if best is None:
-        # Nothing fit: start from the smallest usages and let descent fix the pairs.
-        labels = np.array([int(np.argmin(np.where(u < FORBIDDEN, usage_sum, np.iinfo(np.int64).max)))
-                           for u, usage_sum in zip(problem.unary, usage)])
-        best, _ = descend(problem, labels, max(deadline, time.perf_counter() + 0.1), graph)
+        best = plain
     return HeuristicResult(tuple(int(x) for x in best), sweeps, time.perf_counter() - began)
 
 

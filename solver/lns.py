@@ -20,7 +20,12 @@ from solver.options import SolveOptions
 from solver.problem import FORBIDDEN, Edge, FixedUse, MemoryUse, Problem
 
 
-def _window_problem(problem: Problem, nodes: range, labels: np.ndarray,
+#: Nodes with more labels than this stay fixed in windows (their tables would
+#: dominate the window's model).
+WINDOW_MAX_LABELS = 64
+
+
+def _window_problem(problem: Problem, nodes: list[int], labels: np.ndarray,
                     incident: list[list[int]], node_uses: list[list[int]]) -> Problem:
     inside = {n: i for i, n in enumerate(nodes)}
     unary = [problem.unary[n].copy() for n in nodes]
@@ -72,7 +77,11 @@ def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options:
     step = max(1, window * 2 // 3)  # windows overlap by a third
     start = 0
     while time.perf_counter() + 0.5 < deadline:
-        nodes = range(start, min(n, start + window))
+        nodes = [v for v in range(start, min(n, start + window))
+                 if problem.label_count(v) <= WINDOW_MAX_LABELS]
+        if not nodes:
+            start = 0 if start + window >= n else start + step
+            continue
         sub = _window_problem(problem, nodes, current, incident, node_uses)
         hint = tuple(int(current[v]) for v in nodes)
         try:
@@ -86,7 +95,7 @@ def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options:
         solved += 1
         if raw.labels is not None:
             trial = current.copy()
-            trial[start:start + len(nodes)] = raw.labels
+            trial[nodes] = raw.labels
             current = trial
         start = 0 if start + window >= n else start + step
     # Each window was feasible in context, so the whole is; the caller re-checks it.

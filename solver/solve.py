@@ -13,7 +13,9 @@ import time
 from solver import cpsat, lns
 from solver.heuristics import heuristic
 from solver.options import SolveOptions
-from solver.problem import FORBIDDEN, Problem, Solution, Status, evaluate, memory_feasible, peak_memory
+from solver.problem import (
+    FORBIDDEN, Problem, Solution, Status, evaluate, memory_feasible, peak_memory,
+)
 from solver.reductions import reduce_problem
 
 

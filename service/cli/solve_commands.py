@@ -23,6 +23,9 @@ def register(app: typer.Typer) -> None:
         time_limit: float = typer.Option(60.0, "--time-limit", min=0.1, help="seconds"),
         as_json: bool = typer.Option(False, "--json", help="print a JSON report"),
         out: Path | None = typer.Option(None, "--out", help="write one label per node here"),
+        deterministic: bool = typer.Option(
+            True, "--deterministic/--portfolio",
+            help="reproducible interleaved CP-SAT search, or the faster-improving parallel portfolio"),
     ) -> None:
         """Solve a labeling problem: cost, memory feasibility, lower bound, gap, time."""
         try:
@@ -30,7 +33,7 @@ def register(app: typer.Typer) -> None:
         except ProblemError as err:
             print(f"{path}: error: {err}", file=sys.stderr)
             raise typer.Exit(code=2) from None
-        result = solve(problem, SolveOptions(time_limit=time_limit))
+        result = solve(problem, SolveOptions(time_limit=time_limit, deterministic=deterministic))
         total_ms = sum(ms for _, ms in result.timings_ms)
         report = {
             "file": str(path),
