@@ -367,6 +367,20 @@ def _eliminate(graph: WorkGraph, relevant: set[int], fixed: list[FixedUse]) -> N
             queue.extend((u, w))
 
 
+def _product_at_most(sizes: list[int], limit: int) -> bool:
+    """Whether the product of ``sizes`` is at most ``limit``, stopping early.
+
+    Exact in integers: a float product of a large component overflows to inf
+    (and ``int(inf)`` raises), so the running product stops once past ``limit``.
+    """
+    product = 1
+    for size in sizes:
+        product *= size
+        if product > limit:
+            return False
+    return True
+
+
 def _enumerate_components(graph: WorkGraph, relevant: set[int]) -> None:
     """Solve small memory-free components by enumerating every assignment."""
     alive = graph.alive()
@@ -387,7 +401,7 @@ def _enumerate_components(graph: WorkGraph, relevant: set[int]) -> None:
         if any(n in relevant for n in members):
             continue
         sizes = [len(graph.unary[n]) for n in members]
-        if int(np.prod(sizes, dtype=np.float64)) > ENUMERATION_LIMIT:
+        if not _product_at_most(sizes, ENUMERATION_LIMIT):
             continue
         axis = {n: i for i, n in enumerate(members)}
         total = np.zeros(sizes, np.int64)

@@ -88,3 +88,31 @@ def test_forbidden_pairs_prune_labels() -> None:
     raw = Raw([[0, 0], [0, 0]], [(0, 1, [[FORBIDDEN, FORBIDDEN], [0, 7]])])
     reduction = reduce_problem(build(raw), ())
     assert reduction.problem.label_count(0) == 1
+
+
+def chain_optimum(unary: list[list[int]], tables: list[list[list[int]]]) -> int:
+    """Min-sum of a chain by plain dynamic programming (independent of the solver)."""
+    best = list(unary[0])
+    for node in range(1, len(unary)):
+        table = tables[node - 1]
+        best = [unary[node][b] + min(best[a] + table[a][b] for a in range(len(best)))
+                for b in range(len(unary[node]))]
+    return min(best)
+
+
+def test_component_too_large_to_count_in_floats() -> None:
+    # 2**1100 joint assignments: a float product overflows to inf. The component is
+    # left to the solver (too large to enumerate), and the answer is the chain optimum.
+    rng = np.random.default_rng(3)
+    n = 1100
+    unary = rng.integers(0, 9, (n, 2)).tolist()
+    tables = rng.integers(0, 9, (n - 1, 2, 2)).tolist()
+    raw = Raw(unary, [(i, i + 1, tables[i]) for i in range(n - 1)])
+    reduction = reduce_problem(build(raw), ("components",))
+    assert reduction.problem.num_nodes == n  # not enumerated, and no OverflowError
+
+    from solver.options import SolveOptions
+    from solver.solve import solve
+
+    result = solve(build(raw), SolveOptions(time_limit=20.0, passes=("components",)))
+    assert result.objective == chain_optimum(unary, tables) == cost_of(raw, result.labels)
