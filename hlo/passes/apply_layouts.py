@@ -61,10 +61,13 @@ def _relayout(shape: Shape, comp: str, name: str, plan: LayoutPlan, prefix=()) -
             layout = shape.layout if shape.layout is not None or shape.rank else Layout(())
             if layout is None:
                 raise LayoutError(f"no layout planned for '{name}' in '{comp}'")
-        return shape.with_layout(layout)
+        return shape if shape.layout == layout else shape.with_layout(layout)
     if isinstance(shape, TupleShape):
-        return TupleShape(tuple(_relayout(e, comp, name, plan, (*prefix, i))
-                                for i, e in enumerate(shape.elements)))
+        elements = tuple(_relayout(e, comp, name, plan, (*prefix, i))
+                         for i, e in enumerate(shape.elements))
+        if all(a is b for a, b in zip(elements, shape.elements)):
+            return shape
+        return TupleShape(elements)
     return shape
 
 
@@ -175,13 +178,16 @@ class _Rewriter:
             fmt = plan.formats.get((comp.name, instr.name, ()))
             if fmt:
                 attrs = tuple(a for a in attrs if a[0] != "frontend_attributes") + (_format_attr(fmt),)
-            new = dataclasses.replace(instr, shape=shape, attributes=attrs)
-            operands = list(new.operands)
+            operands = list(instr.operands)
             for k, name in enumerate(operands):
                 wants = by_use.get((instr.name, k))
                 if wants:
                     operands[k] = self.rebuild(name, wants, (), instr.name)
-            new = dataclasses.replace(new, operands=tuple(operands))
+            new = instr
+            if shape is not instr.shape or attrs is not instr.attributes \
+                    or tuple(operands) != instr.operands:
+                new = dataclasses.replace(instr, shape=shape, attributes=attrs,
+                                          operands=tuple(operands))
             if plan.emit_bitcasts and new.opcode in ("transpose", "reshape"):
                 new = _as_bitcast(new, self.instrs[new.operands[0]].shape)
             self.instrs[instr.name] = new

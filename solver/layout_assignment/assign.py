@@ -12,6 +12,7 @@ duplicates and no-op copies included; bitcast transposes/reshapes are free.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -28,8 +29,8 @@ from solver.layout_assignment.costs import Candidate, CostModel, Term
 from solver.layout_assignment.layout_graph import LayoutGraph, build_graph
 from solver.layout_assignment.normalization import Normalization, normalization_passes, normalize
 from solver.layout_assignment.options import AssignOptions
-from solver.options import SolveOptions
-from solver.problem import Status
+from solver.options import ALL_PASSES, SolveOptions
+from solver.problem import Problem, Status
 from solver.problem import evaluate as evaluate_labels
 from solver.solve import solve
 
@@ -157,6 +158,37 @@ def cm_bytes(src, dst, cu: Candidate, want: Candidate) -> int:
     return physical_bytes(src, cu.format) + physical_bytes(dst, want.format)
 
 
+#: log2 of the largest float64: a component whose label-count product exceeds it
+#: cannot be measured by the solver's enumeration pass (``np.prod`` overflows).
+_FLOAT64_LOG2_MAX = 1023.0
+
+
+def reduction_passes(problem: Problem) -> tuple[str, ...]:
+    """The solver's reduction passes for ``problem``: all of them, except the
+    enumeration of small components when some connected component's label-count
+    product overflows a float64 (``solver.reductions`` measures it with
+    ``np.prod(..., dtype=float64)`` and fails on ``inf``; such a component is far
+    beyond enumeration anyway, and the components small enough are left to the
+    series eliminations and CP-SAT)."""
+    parent = list(range(problem.num_nodes))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in [(e.u, e.v) for e in problem.edges] + [(t.u, t.v) for t in problem.ties]:
+        parent[find(a)] = find(b)
+    bits: dict[int, float] = {}
+    for node, costs in enumerate(problem.unary):
+        root = find(node)
+        bits[root] = bits.get(root, 0.0) + math.log2(max(1, len(costs)))
+    if any(b > _FLOAT64_LOG2_MAX for b in bits.values()):
+        return tuple(p for p in ALL_PASSES if p != "components")
+    return ALL_PASSES
+
+
 def _labels_to_candidates(compiled: Compiled, labels) -> list[Candidate]:
     return [compiled.candidates[i][int(l)] for i, l in enumerate(labels)]
 
@@ -188,8 +220,10 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     lap("baselines")
     solution = solve(problem, SolveOptions(time_limit=options.time_limit,
                                            num_workers=options.num_workers, seed=options.seed,
-                                           heuristic_time=min(2.0, options.time_limit / 4)))
+                                           heuristic_time=min(2.0, options.time_limit / 4),
+                                           passes=reduction_passes(problem)))
     lap("solve")
+    timings.update({f"solve.{k}": v for k, v in solution.timings_ms})
     if solution.labels is None:
         raise AssignmentError(f"no layout assignment meets the hard rules: {solution.message}")
     runs["cp-sat"] = solution.labels

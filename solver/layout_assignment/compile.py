@@ -140,36 +140,50 @@ def prefs_by_node(graph: LayoutGraph) -> dict[int, list]:
 
 def compile_problem(graph: LayoutGraph, candidates: list[list[Candidate]],
                     cm: CostModel) -> Compiled:
-    """The labeling problem: unary = padding + preferences, edges = relations."""
+    """The labeling problem: unary = padding + preferences, edges = relations.
+
+    Tables are memoized by everything :func:`relation_cost` reads (the relation's
+    kind, shapes, view, dims, reader and constant flags) plus both candidate
+    lists, so the repeated layers of a model cost one table each; unary costs of
+    nodes without backend preferences likewise.
+    """
     prefs_of = prefs_by_node(graph)
     unary: list[np.ndarray] = []
+    unary_memo: dict[tuple, np.ndarray] = {}
     for node in graph.nodes:
-        costs = []
-        for c in candidates[node.id]:
-            total = 0
-            for ns, _, _, hard in node_cost(cm, graph, prefs_of, node.id, c):
-                total = FORBIDDEN if hard else min(FORBIDDEN, total + ns)
-            costs.append(total)
-        unary.append(np.array(costs, np.int64))
+        cands = candidates[node.id]
+        key = None if node.id in prefs_of else (
+            node.kind, node.shape, node.writes + node.free_reads, tuple(cands))
+        row = unary_memo.get(key) if key is not None else None
+        if row is None:
+            costs = []
+            for c in cands:
+                total = 0
+                for ns, _, _, hard in node_cost(cm, graph, prefs_of, node.id, c):
+                    total = FORBIDDEN if hard else min(FORBIDDEN, total + ns)
+                costs.append(total)
+            row = np.array(costs, np.int64)
+            row.flags.writeable = False
+            if key is not None:
+                unary_memo[key] = row
+        unary.append(row)
     edges: list[tuple[int, int, np.ndarray]] = []
     ties: list[Tie] = []
-    memo: dict[tuple, int] = {}
+    memo: dict[tuple, np.ndarray] = {}
     for rel in graph.relations:
         cu_list, cv_list = candidates[rel.u], candidates[rel.v]
         if rel.kind == "same_order":
             index = {c.minor_to_major: j for j, c in enumerate(cv_list)}
             ties.append(Tie(rel.u, rel.v, tuple(index.get(c.minor_to_major) for c in cu_list)))
             continue
-        key_base = (rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
-                    rel.reader, graph.nodes[rel.u].constant)
-        table = np.zeros((len(cu_list), len(cv_list)), np.int64)
-        for i, cu in enumerate(cu_list):
-            for j, cv in enumerate(cv_list):
-                key = (key_base, cu, cv)
-                cost = memo.get(key)
-                if cost is None:
-                    cost = memo[key] = relation_cost(cm, graph, rel, cu, cv)[0]
-                table[i, j] = cost
+        key = (rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
+               rel.reader, graph.nodes[rel.u].constant, tuple(cu_list), tuple(cv_list))
+        table = memo.get(key)
+        if table is None:
+            table = np.array([[relation_cost(cm, graph, rel, cu, cv)[0] for cv in cv_list]
+                              for cu in cu_list], np.int64).reshape(len(cu_list), len(cv_list))
+            table.flags.writeable = False
+            memo[key] = table
         if rel.u == rel.v:
             unary[rel.u] = np.minimum(unary[rel.u] + np.diag(table), FORBIDDEN)
         elif table.any():
@@ -180,25 +194,42 @@ def compile_problem(graph: LayoutGraph, candidates: list[list[Candidate]],
 
 def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
              ) -> tuple[int, list[Term], list[str]]:
-    """Total cost, every nonzero term, and the hard rules broken, for one labeling."""
+    """Total cost, every nonzero term, and the hard rules broken, for one labeling.
+
+    Costs are memoized by the same signatures as in :func:`compile_problem`."""
     prefs_of = prefs_by_node(graph)
     terms: list[Term] = []
     broken: list[str] = []
+    node_memo: dict[tuple, list] = {}
     for node in graph.nodes:
-        for ns, kind, reason, hard in node_cost(cm, graph, prefs_of, node.id, chosen[node.id]):
+        c = chosen[node.id]
+        key = None if node.id in prefs_of else (node.kind, node.shape,
+                                                 node.writes + node.free_reads, c)
+        found = node_memo.get(key) if key is not None else None
+        if found is None:
+            found = node_cost(cm, graph, prefs_of, node.id, c)
+            if key is not None:
+                node_memo[key] = found
+        for ns, kind, reason, hard in found:
             if hard:
                 broken.append(f"{node.name}: {reason}")
             if ns:
-                nbytes = physical_bytes(cm.laid_out(node.shape, chosen[node.id]),
-                                        chosen[node.id].format)
+                nbytes = physical_bytes(cm.laid_out(node.shape, c), c.format)
                 terms.append(Term(kind, "", node.name, nbytes, ns, reason))
+    memo: dict[tuple, tuple[int, str, str]] = {}
     for rel in graph.relations:
-        ns, kind, reason = relation_cost(cm, graph, rel, chosen[rel.u], chosen[rel.v])
+        cu, cv = chosen[rel.u], chosen[rel.v]
+        key = (rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
+               rel.reader, graph.nodes[rel.u].constant, cu, cv)
+        cost = memo.get(key)
+        if cost is None:
+            cost = memo[key] = relation_cost(cm, graph, rel, cu, cv)
+        ns, kind, reason = cost
         if ns >= FORBIDDEN:
             broken.append(f"{rel.instruction}: {reason}")
             continue
         if ns:
-            nbytes = physical_bytes(cm.laid_out(rel.shape, chosen[rel.u]), chosen[rel.u].format)
+            nbytes = physical_bytes(cm.laid_out(rel.shape, cu), cu.format)
             where = rel.instruction or "ROOT"
             terms.append(Term(kind, rel.computation, where, nbytes, ns, reason))
     return sum(t.ns for t in terms), terms, broken
