@@ -10,6 +10,11 @@ and once per read that no relation prices; a relation that reads its producer
 pays the copy, the copy's padding written and read, and the producer's padding
 read by the copy; of a forwarded value (while init, call operand, root), the
 copy, its padding written and the producer's padding read.
+
+Loops: a relation or backend preference inside a while body with a known trip
+count (``backend_config`` ``known_trip_count``) is charged once per iteration
+(:func:`~.layout_graph.computation_weights`); a buffer's own padding term (its
+writes and the reads no relation prices) is charged once.
 """
 
 from __future__ import annotations
@@ -83,7 +88,17 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
 
 def relation_cost(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
                   cv: Candidate) -> tuple[int, str, str]:
-    """``(ns, kind, reason)`` of relation ``rel`` with labels ``cu``/``cv``."""
+    """``(ns, kind, reason)`` of relation ``rel`` with labels ``cu``/``cv``; a relation
+    inside a loop body is charged once per iteration (``rel.weight``)."""
+    ns, kind, reason = _once(cm, graph, rel, cu, cv)
+    if rel.weight == 1 or not 0 < ns < FORBIDDEN:
+        return ns, kind, reason
+    return (min(FORBIDDEN - 1, ns * rel.weight), kind,
+            f"{reason} (x{rel.weight}: runs {rel.weight} times per execution)")
+
+
+def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
+          cv: Candidate) -> tuple[int, str, str]:
     if rel.kind == "same_order":
         if cu.minor_to_major == cv.minor_to_major:
             return 0, "", ""
@@ -127,7 +142,11 @@ def node_cost(cm: CostModel, graph: LayoutGraph, prefs_of: dict[int, list], node
     for pref in prefs_of.get(node_id, ()):
         p = preference(cm, pref.instruction, pref.role, pref.index, node.shape, c)
         if p is not None:
-            out.append((p.ns, "backend", p.reason, p.hard))
+            ns, reason = p.ns, p.reason
+            if pref.weight != 1 and ns:
+                ns = min(FORBIDDEN - 1, ns * pref.weight)
+                reason = f"{reason} (x{pref.weight}: runs {pref.weight} times per execution)"
+            out.append((ns, "backend", reason, p.hard))
     return out
 
 
@@ -177,7 +196,8 @@ def compile_problem(graph: LayoutGraph, candidates: list[list[Candidate]],
             ties.append(Tie(rel.u, rel.v, tuple(index.get(c.minor_to_major) for c in cu_list)))
             continue
         key = (rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
-               rel.reader, graph.nodes[rel.u].constant, tuple(cu_list), tuple(cv_list))
+               rel.reader, graph.nodes[rel.u].constant, rel.weight, tuple(cu_list),
+               tuple(cv_list))
         table = memo.get(key)
         if table is None:
             table = np.array([[relation_cost(cm, graph, rel, cu, cv)[0] for cv in cv_list]
@@ -220,7 +240,7 @@ def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
     for rel in graph.relations:
         cu, cv = chosen[rel.u], chosen[rel.v]
         key = (rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
-               rel.reader, graph.nodes[rel.u].constant, cu, cv)
+               rel.reader, graph.nodes[rel.u].constant, rel.weight, cu, cv)
         cost = memo.get(key)
         if cost is None:
             cost = memo[key] = relation_cost(cm, graph, rel, cu, cv)

@@ -28,6 +28,7 @@ The same graph serves assignment (free nodes get candidates) and scoring
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from hlo.buffers import BufferAnalysis, Position, analyze_buffers, value_leaves
@@ -81,6 +82,9 @@ class Relation:
     view: str = "same"
     dims: tuple[int, ...] = ()
     reader: bool = True
+    #: How many times the relation's computation runs per module execution (while
+    #: bodies with a known trip count multiply it; see :func:`computation_weights`).
+    weight: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,7 @@ class Pref:
     instruction: Instruction
     role: str
     index: int
+    weight: int = 1
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -159,6 +164,7 @@ class _Builder:
         self.instrs = {c.name: {i.name: i for i in c.instructions} for c in module.computations}
         self.pins: dict[int, Candidate] = {}
         self.relation_reads: dict[int, int] = {}
+        self.weights = computation_weights(module)
 
     # -- nodes -----------------------------------------------------------
     def add_node(self, kind: str, name: str, shape: ArrayShape, pinned: Candidate | None,
@@ -196,11 +202,15 @@ class _Builder:
         self.views[key] = nid
         return nid
 
+    def prefer(self, node: int, comp: str, instr: Instruction, role: str, index: int) -> None:
+        self.prefs.append(Pref(node, comp, instr, role, index, self.weights.get(comp, 1)))
+
     def relate(self, kind: str, u: int | None, v: int | None, comp: str, instr: str, k: int,
                path: tuple[int, ...], value: str, shape: ArrayShape, **extra) -> None:
         if u is None or v is None:
             return
-        rel = Relation(kind, u, v, comp, instr, k, path, value, shape, **extra)
+        rel = Relation(kind, u, v, comp, instr, k, path, value, shape,
+                       weight=self.weights.get(comp, 1), **extra)
         self.relations.append(rel)
         if rel.reader:
             self.relation_reads[u] = self.relation_reads.get(u, 0) + 1
@@ -314,12 +324,12 @@ class _Builder:
             for k, name in enumerate(instr.operands[:count]):
                 shape = _array(shapes[name])
                 v = self.view(comp, instr, k, (), shape, None)
-                self.prefs.append(Pref(v, comp, instr, "operand", k))
+                self.prefer(v, comp, instr, "operand", k)
                 self.relate("convert", self.leaf(comp, name, ()), v, comp, here, k, (), name, shape)
             for path, _ in value_leaves(instr.shape)[:1]:
                 node = self.leaf(comp, here, path)
                 if node is not None:
-                    self.prefs.append(Pref(node, comp, instr, "result", 0))
+                    self.prefer(node, comp, instr, "result", 0)
         elif op == "custom-call":
             self.custom_call(comp, instr, shapes)
         elif op == "while":
@@ -348,7 +358,7 @@ class _Builder:
             for path, _ in value_leaves(instr.shape):
                 node = self.leaf(comp, here, path)
                 if node is not None:
-                    self.prefs.append(Pref(node, comp, instr, "result", 0))
+                    self.prefer(node, comp, instr, "result", 0)
 
     def tied(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
         result = instr.shape
@@ -379,7 +389,7 @@ class _Builder:
         if not arrays or arrays[0][2].rank == 0:
             return
         v = self.view(comp, instr, 0, (), arrays[0][2], None)
-        self.prefs.append(Pref(v, comp, instr, "operand", 0))
+        self.prefer(v, comp, instr, "operand", 0)
         for k, name, shape in arrays:
             self.relate("convert", self.leaf(comp, name, ()), v, comp, instr.name, k, (), name, shape)
             if k:
@@ -432,6 +442,56 @@ class _Builder:
                 v = self.view(comp, instr, k, path, leaf, pinned)
                 self.relate("convert", self.leaf(comp, name, path), v, comp, instr.name, k, path,
                             name, leaf)
+
+
+def trip_count(instr: Instruction) -> int | None:
+    """A while loop's ``known_trip_count`` from its ``backend_config`` (as XLA writes it:
+    ``{"known_trip_count":{"n":"32"},...}``), or ``None`` when it is not known."""
+    text = getattr(instr.attr("backend_config"), "text", None)
+    if not isinstance(text, str) or "known_trip_count" not in text:
+        return None
+    try:
+        n = json.loads(text).get("known_trip_count", {}).get("n")
+        return max(0, int(n)) if n is not None else None
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+def computation_weights(module: Module) -> dict[str, int]:
+    """How many times each computation runs per execution of the entry.
+
+    The entry runs once; a while body runs ``known_trip_count`` times per run of
+    its caller (once when unknown: the model then charges one iteration, as it
+    did before trip counts were read) and its condition one more time; every
+    other callee (call, conditional branch, fusion, async) as often as its
+    caller, summed over call sites. Reducers and other ``to_apply`` scalar
+    computations hold no arrays and do not matter. Computations are defined
+    before their callers in HLO text, so one pass from the last computation up
+    settles every caller before its callees.
+    """
+    weights: dict[str, int] = {module.entry.name: 1}
+    for comp in reversed(module.computations):
+        w = weights.get(comp.name, 0)
+        if not w:
+            continue
+        for instr in comp.instructions:
+            if instr.opcode == "while":
+                trips = trip_count(instr)
+                trips = 1 if trips is None else trips
+                for attr, times in (("body", trips), ("condition", trips + 1)):
+                    name = _ref(instr.attr(attr))
+                    if name:
+                        weights[name] = weights.get(name, 0) + w * max(1, times)
+            elif instr.opcode in ("call", "fusion", "async-start", "conditional"):
+                refs = [instr.attr(a) for a in ("to_apply", "calls", "true_computation",
+                                                "false_computation")]
+                branches = instr.attr("branch_computations")
+                refs.extend(branches if isinstance(branches, tuple) else (branches,))
+                for ref in refs:
+                    name = _ref(ref)
+                    if name:
+                        weights[name] = weights.get(name, 0) + w
+    return weights
 
 
 def _sub(shape: Shape, path: tuple[int, ...]) -> Shape:
