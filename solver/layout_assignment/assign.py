@@ -27,7 +27,12 @@ from solver.layout_assignment.candidates import candidate_sets
 from solver.layout_assignment.compile import Compiled, compile_problem, evaluate, view_of
 from solver.layout_assignment.costs import Candidate, CostModel, Term
 from solver.layout_assignment.layout_graph import LayoutGraph, build_graph
-from solver.layout_assignment.normalization import Normalization, normalization_passes, normalize
+from solver.layout_assignment.normalization import (
+    NOTHING_NORMALIZED,
+    Normalization,
+    normalization_passes,
+    normalize,
+)
 from solver.layout_assignment.options import AssignOptions
 from solver.options import ALL_PASSES, SolveOptions
 from solver.problem import Problem, Status
@@ -84,7 +89,7 @@ class AssignResult:
     violations: tuple[str, ...] = ()
     nodes: int = 0
     relations: int = 0
-    normalization: Normalization = Normalization()
+    normalization: Normalization = NOTHING_NORMALIZED
     #: The laid-out module before normalization (``module`` when no pass ran).
     assigned: Module | None = None
 
@@ -252,7 +257,7 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     if passes:
         rewritten, normalization = normalize(rewritten, passes)
     else:
-        normalization = Normalization()
+        normalization = NOTHING_NORMALIZED
     lap("normalize")
     violations = _violations(rewritten) if options.verify else ()
     lap("verify")

@@ -151,13 +151,19 @@ def candidate_sets(graph: LayoutGraph, cm: CostModel, *, cap: int = 6,
                 sets[pref.node].insert(1, c) if len(sets[pref.node]) else sets[pref.node].append(c)
     reshapes = _Reshapes()
     relations = [r for r in graph.relations if r.u != r.v]
+    # Sets only grow, so a set's length is its version: a relation proposes again for
+    # a side only when the other side gained candidates since it last did.
+    seen: dict[tuple[int, str], int] = {}
     for _ in range(rounds):
         changed = False
-        for order in (relations, list(reversed(relations))):
-            for rel in order:
+        for order in (list(enumerate(relations)), list(reversed(list(enumerate(relations))))):
+            for i, rel in order:
                 for side, mine, other in (("v", rel.v, rel.u), ("u", rel.u, rel.v)):
                     if fixed[mine] or len(sets[mine]) >= cap:
                         continue
+                    if seen.get((i, side)) == len(sets[other]):
+                        continue
+                    seen[(i, side)] = len(sets[other])
                     shape = graph.nodes[mine].shape
                     for c in _propose(rel, graph, side, sets[other], reshapes):
                         if len(sets[mine]) >= cap:

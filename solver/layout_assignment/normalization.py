@@ -21,7 +21,7 @@ from hlo.passes import PASSES, pass_names, passes_for_target
 from hlo.passes.normalize_reductions import non_canonical_reduces, normalize_reductions_with_notes
 from hlo.target import Target
 
-__all__ = ["Normalization", "normalization_passes", "normalize"]
+__all__ = ["NOTHING_NORMALIZED", "Normalization", "normalization_passes", "normalize"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,10 @@ class Normalization:
             "reductions_left": [{"computation": c, "instruction": i, "reason": why}
                                 for c, i, why in self.reductions_left],
         }
+
+
+#: The record of a result no pass ran on.
+NOTHING_NORMALIZED = Normalization()
 
 
 def normalization_passes(requested: tuple[str, ...] | None, target: Target) -> tuple[str, ...]:

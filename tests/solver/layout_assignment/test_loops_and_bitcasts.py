@@ -4,8 +4,8 @@ transposes/reshapes as ``bitcast`` and the result still verifies and computes th
 from __future__ import annotations
 
 import pytest
-
 from conftest import shared_path
+
 from hlo.bitcast import transpose_is_bitcast
 from hlo.equivalence import compare_modules
 from hlo.layout_verifier import bitcast_kind, verify_layouts

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import shared_path
 from typer.testing import CliRunner
 
-from conftest import shared_path
 from hlo.equivalence import compare_modules
 from hlo.layout_verifier import verify_layouts
 from hlo.parser import parse_file
