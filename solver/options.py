@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: Every optional reduction pass (ties and forbidden labels are always handled).
-ALL_PASSES = ("reparametrize", "memory", "dominated-labels", "eliminate", "components")
+ALL_PASSES = ("functional-ties", "reparametrize", "memory", "dominated-labels", "eliminate", "components")
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,12 @@
 In order (each keeps the optimum and the feasible set, mapped back by
 :class:`~solver.workgraph.Postsolve`):
 
+0. ``functional-ties``: an edge whose allowed pairs make one end's label a
+   function of the other's (every row, or every column, has at most one
+   allowed entry) is also stated as a tie, so the merge below fuses its ends
+   (a group stays at most :data:`GROUP_LABELS` joint labels). Contest
+   instances chain most memory-bound nodes this way; fused, a single move
+   changes the whole chain instead of being blocked by a forbidden pair.
 1. ``merge-ties``: each tie group becomes one node whose labels are the
    group's consistent joint assignments; parallel edges are summed.
 2. ``prune-labels``: drop forbidden labels and labels with no allowed partner
@@ -32,6 +38,7 @@ import numpy as np
 
 from solver import memory as memory_checks
 from solver.options import ALL_PASSES
+from solver.fusion import functional_groups
 from solver.problem import FORBIDDEN, Edge, FixedUse, MemoryUse, Problem
 from solver.workgraph import Fix, Leaf, Postsolve, Series, WorkGraph, clamp_add
 
@@ -39,6 +46,8 @@ from solver.workgraph import Fix, Leaf, Postsolve, Series, WorkGraph, clamp_add
 SERIES_LIMIT = 2_000_000
 #: Largest product of label counts of a component solved by enumeration.
 ENUMERATION_LIMIT = 200_000
+#: Largest joint label count of a group fused along functional edges.
+GROUP_LABELS = 48
 #: Largest label count for which dominated labels are searched (quadratic).
 DOMINANCE_LIMIT = 64
 #: Largest ``k * k * row width`` compared when searching dominated labels.
@@ -81,7 +90,9 @@ def reduce_problem(problem: Problem, passes: tuple[str, ...] = ALL_PASSES,
     stats: list[tuple[str, int]] = [("nodes", problem.num_nodes), ("edges", len(problem.edges))]
     fixed = list(problem.fixed_memory)
     try:
-        graph, groups = _merge_ties(problem)
+        fused = (functional_groups(problem, GROUP_LABELS) if "functional-ties" in passes
+                 else [])
+        graph, groups = _merge_ties(problem, fused)
         stats.append(("after merge-ties", len(graph.alive())))
         _prune_labels(graph, graph.alive())
         if "reparametrize" in passes:
@@ -125,13 +136,20 @@ def reduce_problem(problem: Problem, passes: tuple[str, ...] = ALL_PASSES,
     return Reduction(reduced, graph.offset, postsolve, None, tuple(stats))
 
 
-def _merge_ties(problem: Problem) -> tuple[WorkGraph, tuple]:
-    """One node per tie group; its labels are the group's joint assignments."""
+def _merge_ties(problem: Problem, fused: list[dict[int, np.ndarray]] = ()
+                ) -> tuple[WorkGraph, tuple]:
+    """One node per tie group (and per ``fused`` group, given as member -> column);
+    its labels are the group's joint assignments."""
     n = problem.num_nodes
     tie_adj: list[list[int]] = [[] for _ in range(n)]
     for k, tie in enumerate(problem.ties):
         tie_adj[tie.u].append(k)
         tie_adj[tie.v].append(k)
+    given: dict[int, dict[int, np.ndarray]] = {}
+    for cols in fused:
+        for member in cols:
+            given[member] = cols
+    grouped = [bool(tie_adj[node]) or node in given for node in range(n)]
     rep = list(range(n))
     columns: list[np.ndarray | None] = [None] * n
     groups = []
@@ -140,8 +158,8 @@ def _merge_ties(problem: Problem) -> tuple[WorkGraph, tuple]:
         if columns[root] is not None:
             continue
         cols = {root: np.arange(problem.label_count(root))}
-        if tie_adj[root]:
-            cols = _join_group(problem, root, tie_adj)
+        if grouped[root]:
+            cols = given[root] if root in given else _join_group(problem, root, tie_adj)
             alive = np.ones(len(cols[root]), bool)
             for member, col in cols.items():
                 alive &= problem.unary[member][col] < FORBIDDEN
@@ -163,7 +181,7 @@ def _merge_ties(problem: Problem) -> tuple[WorkGraph, tuple]:
             graph.unary[node] = None
     for edge in problem.edges:
         ru, rv = rep[edge.u], rep[edge.v]
-        if not tie_adj[edge.u] and not tie_adj[edge.v]:
+        if not grouped[edge.u] and not grouped[edge.v]:
             graph.add_table(ru, rv, edge.costs)  # untied ends: labels unchanged
             continue
         cu, cv = columns[edge.u], columns[edge.v]
@@ -172,7 +190,7 @@ def _merge_ties(problem: Problem) -> tuple[WorkGraph, tuple]:
         else:
             graph.add_table(ru, rv, edge.costs[np.ix_(cu, cv)])
     for use in problem.memory:
-        usage = use.usage if not tie_adj[use.node] else use.usage[columns[use.node]]
+        usage = use.usage if not grouped[use.node] else use.usage[columns[use.node]]
         graph.add_use(rep[use.node], use.start, use.end, usage)
     return graph, tuple(groups)
 

@@ -29,7 +29,7 @@ class Raw:
 
 def random_raw(rng: np.random.Generator, nodes: int = 8, max_labels: int = 3,
                density: float = 0.35, ties: int = 1, forbid: float = 0.1,
-               memory: bool = True, forbid_pairs: float = 0.05) -> Raw:
+               memory: bool = True, forbid_pairs: float = 0.05, functional: float = 0.0) -> Raw:
     ks = [int(rng.integers(1, max_labels + 1)) for _ in range(nodes)]
     raw = Raw([[int(rng.integers(0, 20)) for _ in range(k)] for k in ks])
     for u in range(nodes):
@@ -37,6 +37,15 @@ def random_raw(rng: np.random.Generator, nodes: int = 8, max_labels: int = 3,
             if rng.random() < density:
                 table = rng.integers(0, 15, size=(ks[u], ks[v]))
                 table[rng.random(size=table.shape) < forbid_pairs] = BIG
+                if rng.random() < functional:
+                    # One allowed entry per row (or per column): v's label is a function of u's.
+                    rows = table.shape[0] if rng.random() < 0.5 else -1
+                    view = table if rows > 0 else table.T
+                    keep = rng.integers(0, view.shape[1], size=view.shape[0])
+                    mask = np.ones(view.shape, bool)
+                    mask[np.arange(view.shape[0]), keep] = False
+                    mask[rng.random(size=view.shape[0]) < 0.1] = True  # some rows: none
+                    view[mask] = BIG
                 raw.edges.append((u, v, table.tolist()))
                 if rng.random() < 0.15:  # a parallel edge
                     raw.edges.append((v, u, rng.integers(0, 5, size=(ks[v], ks[u])).tolist()))

@@ -116,3 +116,37 @@ def test_component_too_large_to_count_in_floats() -> None:
 
     result = solve(build(raw), SolveOptions(time_limit=20.0, passes=("components",)))
     assert result.objective == chain_optimum(unary, tables) == cost_of(raw, result.labels)
+
+
+@pytest.mark.parametrize("passes", [("functional-ties",), ALL_PASSES], ids=["fuse", "all"])
+def test_functional_edges_fused_keep_optimum(passes: tuple[str, ...]) -> None:
+    fused = 0
+    for seed in range(80):
+        rng = np.random.default_rng(500 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(3, 9)), density=0.45, memory=seed % 3 != 0,
+                         ties=seed % 2, functional=0.7, forbid_pairs=0.0,
+                         max_labels=int(rng.integers(2, 5)))
+        problem = build(raw)
+        want = brute_force(raw)
+        reduction = reduce_problem(problem, passes)
+        if reduction.problem is None:
+            assert want is None, f"seed {seed}: reported infeasible ({reduction.infeasible})"
+            continue
+        got = brute_force(as_raw(reduction.problem))
+        assert (got is None) == (want is None), f"seed {seed}"
+        if want is None:
+            continue
+        assert got[0] + reduction.offset == want[0], f"seed {seed}"
+        assert cost_of(raw, reduction.postsolve.restore(got[1])) == want[0], f"seed {seed}"
+        fused += not raw.ties and dict(reduction.stats)["after merge-ties"] < problem.num_nodes
+    assert fused >= 5  # the generator does produce fusable edges
+
+
+def test_functional_chain_fuses_to_one_node() -> None:
+    # a -> b -> c, each table allowing only the diagonal: one node with 3 joint labels.
+    diag = [[0 if a == b else FORBIDDEN for b in range(3)] for a in range(3)]
+    raw = Raw([[1, 2, 3], [3, 2, 1], [5, 0, 5]], [(0, 1, diag), (1, 2, diag)])
+    reduction = reduce_problem(build(raw), ("functional-ties",))
+    assert dict(reduction.stats)["after merge-ties"] == 1
+    assert reduction.problem.num_nodes == 1
+    assert reduction.problem.unary[0].tolist() == [9, 4, 9]
