@@ -107,6 +107,8 @@ def register(app: typer.Typer) -> None:
         for key in ("status", "objective_ns", "lower_bound_ns", "default_ns", "greedy_ns",
                     "copies_inserted", "time_ms"):
             table.add_row(key, str(s[key]))
+            if key == "lower_bound_ns" and s["gap"] is not None:
+                table.add_row("gap", f"{100 * s['gap']:.2f} %")
         norm = result.normalization
         table.add_row("normalized", (", ".join(norm.passes) or "none") + (
             f" ({len(norm.reductions_normalized)} reduces)" if norm.passes else ""))

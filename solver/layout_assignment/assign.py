@@ -1,9 +1,13 @@
 """Layout assignment end to end: ``assign(module, options)`` and ``score(module, target)``.
 
 ``assign``: layout graph -> candidates -> labeling problem -> baselines
-(all-default, greedy) -> CP-SAT (through :func:`solver.solve.solve`) -> the
-best of the three by *true* cost (the rewritten module scored, where one copy
-serves every use of a value in a layout) -> rewrite -> verify.
+(all-default, greedy) -> CP-SAT (through :func:`solver.solve.solve`) on the
+per-use model -> the same on the relaxed problem, whose bound is a lower bound
+on the *true* cost (the rewritten module scored, where one copy serves every use
+of a value in a layout; see :mod:`.compile`) -> local search on the true cost
+(:mod:`.shared_copies`) -> the best answer by true cost -> rewrite -> verify.
+``status`` is ``OPTIMAL`` only when that true cost equals the bound: every
+claim is about the true cost, over the candidate layouts considered.
 
 ``score``: the cost of the layouts a module already has (e.g. XLA's
 ``after_layout``) under the same model: every explicit ``copy`` is charged,
@@ -33,11 +37,13 @@ from solver.layout_assignment.normalization import (
     normalization_passes,
     normalize,
 )
+from solver.layout_assignment.exact import exact_problem
 from solver.layout_assignment.options import AssignOptions
+from solver.layout_assignment.shared_copies import improve, true_cost
 from solver.options import ALL_PASSES, SolveOptions
 from solver.problem import Problem, Status
 from solver.problem import evaluate as evaluate_labels
-from solver.solve import solve
+from solver.solve import solve, trivial_bound
 
 __all__ = ["AssignResult", "ScoreResult", "assign", "score", "AssignmentError"]
 
@@ -92,12 +98,22 @@ class AssignResult:
     normalization: Normalization = NOTHING_NORMALIZED
     #: The laid-out module before normalization (``module`` when no pass ran).
     assigned: Module | None = None
+    #: The per-use labeling model's own result: its solve status and proven bound
+    #: (on the model's cost, not the true one).
+    model_status: str = ""
+    model_lower_bound: int | None = None
+    #: Status of the solve of the relaxed problem that gives ``lower_bound``.
+    bound_status: str = ""
+    local_search_moves: int = 0
 
     @property
     def gap(self) -> float | None:
+        """``(objective - lower_bound) / objective``: 0 exactly when ``OPTIMAL``."""
         if self.lower_bound is None:
             return None
-        return max(0.0, (self.model_objective - self.lower_bound) / max(1, self.model_objective))
+        if self.objective == 0:
+            return 0.0
+        return max(0.0, (self.objective - self.lower_bound) / self.objective)
 
 
 def _target(target: str | Target) -> Target:
@@ -195,6 +211,16 @@ def reduction_passes(problem: Problem) -> tuple[str, ...]:
     return ALL_PASSES
 
 
+#: Preference among answers of equal true cost.
+_ORDER = ("exact", "cp-sat", "bound", "local-search", "greedy", "default")
+
+
+def _solve_options(options: AssignOptions, problem: Problem, time_limit: float) -> SolveOptions:
+    return SolveOptions(time_limit=time_limit, num_workers=options.num_workers,
+                        seed=options.seed, heuristic_time=min(2.0, time_limit / 4),
+                        passes=reduction_passes(problem))
+
+
 def _labels_to_candidates(compiled: Compiled, labels) -> list[Candidate]:
     return [compiled.candidates[i][int(l)] for i, l in enumerate(labels)]
 
@@ -224,33 +250,62 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     runs["greedy"] = greedy_labels(problem, seeds)
     model_cost = {k: evaluate_labels(problem, v) for k, v in runs.items()}
     lap("baselines")
-    solution = solve(problem, SolveOptions(time_limit=options.time_limit,
-                                           num_workers=options.num_workers, seed=options.seed,
-                                           heuristic_time=min(2.0, options.time_limit / 4),
-                                           passes=reduction_passes(problem)))
+    solution = solve(problem, _solve_options(options, problem, options.time_limit))
     lap("solve")
     timings.update({f"solve.{k}": v for k, v in solution.timings_ms})
     if solution.labels is None:
         raise AssignmentError(f"no layout assignment meets the hard rules: {solution.message}")
     runs["cp-sat"] = solution.labels
     model_cost["cp-sat"] = solution.objective
-    true_cost: dict[str, int | None] = {}
+    # The true cost (copies shared by their uses) as a problem of its own: its optimum is
+    # the true optimum and its proven bound a bound on the true cost. When it is not
+    # proven, the relaxed problem (a shared copy charged 1/n to each of its n possible
+    # uses), about as easy as the model, may prove more.
+    exact = exact_problem(compiled)
+    lap("exact_build")
+    exact_solution = solve(exact, _solve_options(options, exact, options.time_limit))
+    lap("exact")
+    timings.update({f"exact.{k}": v for k, v in exact_solution.timings_ms})
+    n = problem.num_nodes
+    bounds = [exact_solution.lower_bound if exact_solution.lower_bound is not None
+              else trivial_bound(exact)]
+    if exact_solution.labels is not None:
+        runs["exact"] = tuple(exact_solution.labels[:n])
+    bound_status = exact_solution.status.value
+    if exact_solution.status != Status.OPTIMAL:
+        relaxed = compiled.relaxed
+        assert relaxed is not None
+        bound_solution = solve(relaxed, _solve_options(options, relaxed, options.time_limit / 2))
+        lap("bound")
+        timings.update({f"bound.{k}": v for k, v in bound_solution.timings_ms})
+        bounds.append(bound_solution.lower_bound if bound_solution.lower_bound is not None
+                      else trivial_bound(relaxed))
+        if bound_solution.labels is not None:
+            runs["bound"] = bound_solution.labels
+        bound_status = f"exact {bound_status}, relaxed {bound_solution.status.value}"
+    lower = max(bounds)
+    fast = {k: true_cost(compiled, v) for k, v in runs.items()}
+    start = min(runs, key=lambda k: (fast[k], _ORDER.index(k)))
+    improved, moves = improve(compiled, runs[start])
+    if moves:
+        runs["local-search"] = improved
+        fast["local-search"] = true_cost(compiled, improved)
+    lap("local_search")
+    # Rewrite and score (the true cost) in order of the fast estimate; a run whose
+    # estimate is no better than the best scored one is reported by its estimate.
+    true_cost_of: dict[str, int] = {}
     built: dict[str, tuple[Module, ScoreResult, list[dict]]] = {}
-    for name in ("cp-sat", "greedy", "default"):
-        cost = model_cost[name]
-        if cost is None:
-            true_cost[name] = None
-            continue
-        if name != "cp-sat" and cost >= true_cost["cp-sat"]:  # type: ignore[operator]
-            true_cost[name] = cost  # true <= model: no better than ours; skip the rewrite
+    for name in sorted(runs, key=lambda k: (fast[k], _ORDER.index(k))):
+        if built and name != "cp-sat" and fast[name] >= min(true_cost_of.values()):
+            true_cost_of[name] = fast[name]
             continue
         chosen = _labels_to_candidates(compiled, runs[name])
         plan, inserted = plan_for(graph, cm, chosen, options.emit_bitcasts)
         rewritten = apply_layouts(module, plan)
         sc = score(rewritten, target)
-        true_cost[name] = sc.total
+        true_cost_of[name] = sc.total
         built[name] = (rewritten, sc, inserted)
-    best = min(built, key=lambda k: (built[k][1].total, ("cp-sat", "greedy", "default").index(k)))
+    best = min(built, key=lambda k: (built[k][1].total, _ORDER.index(k)))
     rewritten, sc, inserted = built[best]
     lap("rewrite")
     assigned = rewritten
@@ -272,16 +327,16 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
             "parameters": [str(p.shape) for p in rewritten.entry.parameter_instructions()],
             "result": str(rewritten.entry.root_instruction.shape),
         }
-    status = solution.status.value if best == "cp-sat" else Status.FEASIBLE.value
-    if solution.status == Status.OPTIMAL and sc.total == solution.objective:
-        status = Status.OPTIMAL.value
-    lower = solution.lower_bound
+    # Proven optimal for the true cost only when it meets the bound on the true cost.
+    status = Status.OPTIMAL.value if sc.total <= lower else Status.FEASIBLE.value
     return AssignResult(
         module=rewritten, original=module, target=target.name, options=options,
         status=status, chosen_by=best, objective=sc.total,
-        model_objective=model_cost[best] or 0, lower_bound=lower,
-        baselines={k: v for k, v in true_cost.items() if k != "cp-sat" and v is not None},
+        model_objective=evaluate_labels(problem, runs[best]) or 0, lower_bound=lower,
+        baselines={k: true_cost_of[k] for k in ("default", "greedy")},
         baselines_model={k: v for k, v in model_cost.items() if v is not None},
+        model_status=solution.status.value, model_lower_bound=solution.lower_bound,
+        bound_status=bound_status, local_search_moves=moves,
         score=sc, layouts=tuple(layouts), inserted=tuple(inserted),
         entry_layouts=entry_layouts, timings_ms=timings, violations=violations,
         nodes=problem.num_nodes, relations=len(graph.relations), normalization=normalization,

@@ -11,6 +11,19 @@ pays the copy, the copy's padding written and read, and the producer's padding
 read by the copy; of a forwarded value (while init, call operand, root), the
 copy, its padding written and the producer's padding read.
 
+Shared copies: the rewrite inserts one ``copy`` per (value, layout) however many
+uses read it, while the labeling model charges a ``convert`` relation's copy per
+use. :func:`copy_parts` splits a copying cell into what every use pays (reading
+the copy) and what the copy costs once (the copy, the source read, the copy's
+padding written); :class:`RelationTables` keep the parts so that
+:mod:`.shared_copies` can compute the true cost of a labeling, and the
+*relaxed* problem charges each use ``per_use + shared // n`` where ``n`` is the
+number of uses of the value that can need a copy to that same target (layout,
+format). One copy to a target serves at most those ``n`` uses, so the relaxed
+cost of any labeling is at most its true cost, and the relaxed optimum (or any
+proven bound on it) bounds the true optimum over the candidate layouts from
+below.
+
 Loops: a relation or backend preference inside a while body with a known trip
 count (``backend_config`` ``known_trip_count``) is charged once per iteration
 (:func:`~.layout_graph.computation_weights`); a buffer's own padding term (its
@@ -32,7 +45,27 @@ from solver.layout_assignment.layout_graph import LayoutGraph, Relation
 from solver.layout_assignment.rules import preference
 from solver.problem import FORBIDDEN, Problem, Tie, make_problem
 
-__all__ = ["Compiled", "compile_problem", "evaluate", "relation_cost", "node_cost", "view_of"]
+__all__ = ["Compiled", "RelationTables", "compile_problem", "copy_parts", "evaluate",
+           "relation_cost", "node_cost", "view_of"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RelationTables:
+    """One priced relation over (label of ``u``, label of ``v``), split for the true cost.
+
+    ``base``: what this use pays by itself (the whole model cost where no copy is
+    needed; where one is, only the consumer's read of the copy). ``dst``: the
+    copy's target (an id of (layout, format); -1: no copy). ``shared``: what that
+    copy costs once, whichever uses of ``group`` (one value in one computation)
+    share it. ``dst``/``shared`` are ``None`` for relations that never copy.
+    """
+
+    u: int
+    v: int
+    group: int
+    base: np.ndarray
+    dst: np.ndarray | None = None
+    shared: np.ndarray | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -40,6 +73,12 @@ class Compiled:
     graph: LayoutGraph
     candidates: tuple[tuple[Candidate, ...], ...]
     problem: Problem
+    #: The per-use model with each copying cell charged ``per_use + shared // n``:
+    #: a relaxation of the true (shared-copy) cost (see the module docstring).
+    relaxed: Problem | None = None
+    #: Unary costs without the self-relations folded in (those are in ``tables``).
+    unary: tuple[np.ndarray, ...] = ()
+    tables: tuple[RelationTables, ...] = ()
 
 
 def view_of(rel: Relation, cv: Candidate) -> Candidate:
@@ -84,6 +123,32 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
     nbytes = physical_bytes(src, cu.format) + physical_bytes(dst, cv.format)
     ns = target.pass_ns(nbytes) * target.copies.factor * target.transpose.minor_moving
     return int(np.ceil(ns + target.copies.fixed_ns)), f"{rel.kind} is not a bitcast: {nbytes} bytes"
+
+
+def copy_parts(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
+               cv: Candidate) -> tuple[int, int, tuple] | None:
+    """``(per_use, shared, target)`` of a ``convert`` cell that needs a copy, else ``None``.
+
+    The rewritten module pays, per copy (per value and target): the copy and its read
+    of the source, once per iteration of its computation, plus the copy's padding
+    written, which the scorer charges once per buffer; and per reading use, the
+    consumer's read of the copy's padding. A constant is cloned instead: only the
+    clone's padding. ``target`` names the copy as the rewrite keys it (layout, format).
+    """
+    src = cm.laid_out(rel.shape, cu)
+    want = view_of(rel, cv)
+    dst = cm.laid_out(rel.shape, want)
+    if src == dst and cu.format == want.format:
+        return None
+    pad = cm.padding_ns(dst, want.format, 1)
+    per_use = pad * rel.weight if rel.reader else 0
+    if graph.nodes[rel.u].constant:
+        shared = pad
+    else:
+        ns, _ = cm.conversion(src, cu.format, dst, want.format)
+        shared = (ns + cm.padding_ns(src, cu.format, 1)) * rel.weight + pad
+    fmt = want.format if want.format != "NC1HWC0" else ""
+    return min(FORBIDDEN - 1, per_use), min(FORBIDDEN - 1, shared), (dst.layout, fmt)
 
 
 def relation_cost(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
@@ -186,9 +251,12 @@ def compile_problem(graph: LayoutGraph, candidates: list[list[Candidate]],
             if key is not None:
                 unary_memo[key] = row
         unary.append(row)
+    plain = tuple(unary)
     edges: list[tuple[int, int, np.ndarray]] = []
     ties: list[Tie] = []
-    memo: dict[tuple, np.ndarray] = {}
+    memo: dict[tuple, tuple] = {}
+    targets: dict[tuple, int] = {}
+    priced: list[tuple[Relation, tuple]] = []
     for rel in graph.relations:
         cu_list, cv_list = candidates[rel.u], candidates[rel.v]
         if rel.kind == "same_order":
@@ -198,18 +266,83 @@ def compile_problem(graph: LayoutGraph, candidates: list[list[Candidate]],
         key = (rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
                rel.reader, graph.nodes[rel.u].constant, rel.weight, tuple(cu_list),
                tuple(cv_list))
-        table = memo.get(key)
-        if table is None:
-            table = np.array([[relation_cost(cm, graph, rel, cu, cv)[0] for cv in cv_list]
-                              for cu in cu_list], np.int64).reshape(len(cu_list), len(cv_list))
-            table.flags.writeable = False
-            memo[key] = table
-        if rel.u == rel.v:
-            unary[rel.u] = np.minimum(unary[rel.u] + np.diag(table), FORBIDDEN)
-        elif table.any():
-            edges.append((rel.u, rel.v, table))
-    problem = make_problem(unary, edges, ties=ties, names=[n.name for n in graph.nodes])
-    return Compiled(graph, tuple(tuple(c) for c in candidates), problem)
+        parts = memo.get(key)
+        if parts is None:
+            parts = memo[key] = _tables(cm, graph, rel, cu_list, cv_list, targets)
+        priced.append((rel, parts))
+    # How many uses of each value can need a copy to each target: a copy to target L
+    # serves at most that many uses, so each may be charged that fraction of it.
+    sizes: dict[tuple, int] = {}
+    wanting: dict[tuple, dict[int, int]] = {}
+    for rel, parts in priced:
+        if parts[2] is not None:
+            group = (rel.computation, rel.value, rel.path)
+            sizes[group] = sizes.get(group, 0) + 1
+            counts = wanting.setdefault(group, {})
+            for d in np.unique(parts[2][parts[2] >= 0]).tolist():
+                counts[d] = counts.get(d, 0) + 1
+    group_ids = {g: i for i, g in enumerate(sizes)}
+    relaxed_unary = list(unary)
+    relaxed_edges: list[tuple[int, int, np.ndarray]] = []
+    tables: list[RelationTables] = []
+    relaxed_memo: dict[tuple, np.ndarray] = {}
+    for rel, (table, base, dst, shared) in priced:
+        group = -1
+        loose = table
+        if dst is not None:
+            g = (rel.computation, rel.value, rel.path)
+            group = group_ids[g]
+            present = np.unique(dst[dst >= 0]).tolist()
+            uses = tuple(wanting[g][d] for d in present)
+            # Also where n == 1: the model charges a copy's padding write once per loop
+            # iteration, the scorer once per buffer (``copy_parts``).
+            key = (id(table), tuple(present), uses)
+            loose = relaxed_memo.get(key)
+            if loose is None:
+                lookup = np.ones(max(present) + 1, np.int64)
+                lookup[present] = uses
+                n = lookup[np.maximum(dst, 0)]
+                loose = np.where(dst >= 0, base + shared // n, table)
+                loose.flags.writeable = False
+                relaxed_memo[key] = loose
+        tables.append(RelationTables(rel.u, rel.v, group, base, dst, shared))
+        for target_unary, target_edges, t in ((unary, edges, table),
+                                              (relaxed_unary, relaxed_edges, loose)):
+            if rel.u == rel.v:
+                target_unary[rel.u] = np.minimum(target_unary[rel.u] + np.diag(t), FORBIDDEN)
+            elif t.any():
+                target_edges.append((rel.u, rel.v, t))
+    names = [n.name for n in graph.nodes]
+    problem = make_problem(unary, edges, ties=ties, names=names)
+    relaxed = make_problem(relaxed_unary, relaxed_edges, ties=ties, names=names)
+    return Compiled(graph, tuple(tuple(c) for c in candidates), problem, relaxed, plain,
+                    tuple(tables))
+
+
+def _tables(cm: CostModel, graph: LayoutGraph, rel: Relation, cu_list: list[Candidate],
+            cv_list: list[Candidate], targets: dict[tuple, int]) -> tuple:
+    """``(model table, base, dst, shared)`` of one relation (the last two ``None``
+    when no label pair needs a copy); ``targets`` numbers the copies' targets."""
+    shape = (len(cu_list), len(cv_list))
+    table = np.array([[relation_cost(cm, graph, rel, cu, cv)[0] for cv in cv_list]
+                      for cu in cu_list], np.int64).reshape(shape)
+    table.flags.writeable = False
+    if rel.kind != "convert":
+        return table, table, None, None
+    base = table.copy()
+    dst = np.full(shape, -1, np.int64)
+    shared = np.zeros(shape, np.int64)
+    for a, cu in enumerate(cu_list):
+        for b, cv in enumerate(cv_list):
+            parts = copy_parts(cm, graph, rel, cu, cv)
+            if parts is not None:
+                base[a, b], shared[a, b] = parts[0], parts[1]
+                dst[a, b] = targets.setdefault(parts[2], len(targets))
+    if not (dst >= 0).any():
+        return table, table, None, None
+    for array in (base, dst, shared):
+        array.flags.writeable = False
+    return table, base, dst, shared
 
 
 def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]

@@ -1,11 +1,24 @@
 """The assignment report (DESIGN §10) as plain JSON-able dicts.
 
-``objective`` is the *true* cost of the returned module (``score`` of the
-rewritten module: one copy per value and layout however many uses share it);
-``model_objective`` is what the labeling model charged (per use) and
-``lower_bound`` is the model's proven bound, so ``gap`` is measured in the
-model. ``objective <= model_objective`` always; they differ exactly where
-one inserted copy serves several uses.
+Every headline number is about the *true* cost, the ``score`` of the returned
+module (one copy per value and layout however many uses share it):
+
+* ``objective``: the true cost of the returned module;
+* ``lower_bound``: a proven lower bound on the true cost of every assignment
+  over the candidate layouts (the relaxed problem of :mod:`.compile`, solved);
+  ``lower_bound <= objective`` always;
+* ``status``: ``OPTIMAL`` only when ``objective == lower_bound`` (the answer is
+  proven optimal for the true cost), else ``FEASIBLE``;
+* ``gap``: ``(objective - lower_bound) / objective`` (0 when the objective is 0).
+
+The per-use labeling model's own numbers stay under ``model`` (``objective``:
+what it charges the returned labeling; ``lower_bound`` and ``status``: its
+solve, a proof about the model only), and ``model_objective`` is
+``model.objective``. ``objective <= model_objective``; they differ where one
+inserted copy serves several uses (and in loops, where a copy's padding write
+is charged once). ``chosen_by`` names the answer returned: ``cp-sat`` (the
+model's optimum), ``bound`` (the relaxed problem's labels), ``local-search``
+(single-node moves on the true cost), ``greedy`` or ``default``.
 """
 
 from __future__ import annotations
@@ -35,6 +48,11 @@ def to_json(result: AssignResult, *, include_hlo: bool = True, include_timings: 
         "gap": result.gap,
         "baselines": dict(result.baselines),
         "baselines_model": dict(result.baselines_model),
+        "model": {"objective": result.model_objective,
+                  "lower_bound": result.model_lower_bound,
+                  "status": result.model_status},
+        "bound_status": result.bound_status,
+        "local_search_moves": result.local_search_moves,
         "breakdown": result.score.breakdown(),
         "terms": [t.to_json() for t in result.score.terms],
         "layouts": [{"computation": c, "instruction": i, "shape": s} for c, i, s in result.layouts],
@@ -56,6 +74,7 @@ def summary(result: AssignResult) -> dict:
     copies = sum(1 for x in result.inserted if not x["shared"])
     return {"module": result.original.name, "target": result.target, "status": result.status,
             "objective_ns": result.objective, "lower_bound_ns": result.lower_bound,
+            "gap": None if result.gap is None else round(result.gap, 6),
             "default_ns": result.baselines.get("default"), "greedy_ns": result.baselines.get("greedy"),
             "copies_inserted": copies,
             "time_ms": round(sum(result.timings_ms.values()), 1)}

@@ -59,6 +59,11 @@ def test_every_result_verifies_and_is_scored_consistently(outputs):
         for name, cost in result.baselines.items():
             assert result.objective <= cost, (key, name)
         assert result.status in ("OPTIMAL", "FEASIBLE")
+        # The report claims only what is proven about the true cost.
+        assert result.lower_bound is not None and result.lower_bound <= result.objective, key
+        assert (result.status == "OPTIMAL") == (result.lower_bound == result.objective), key
+        assert result.gap == (0.0 if result.status == "OPTIMAL"
+                              else (result.objective - result.lower_bound) / result.objective)
 
 
 EQUIVALENCE = ["conv2d_nchw", "transpose_reshape_chain", "einsum_zoo", "cond_branches",
