@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.flat import BAD, Flat
 from solver.problem import FORBIDDEN, Problem, peak_memory
 
 
@@ -29,6 +30,8 @@ class HeuristicResult:
     labels: tuple[int, ...]
     sweeps: int
     seconds: float
+    #: Seconds from the start to the first complete memory-feasible answer (None: none).
+    first_seconds: float | None = None
 
 
 #: Rounds of price updates in the memory-penalized search of :func:`heuristic`.
@@ -244,88 +247,65 @@ def _cost(problem: Problem, labels: np.ndarray) -> int:
     return total
 
 
-def heuristic(problem: Problem, time_limit: float = 1.0) -> HeuristicResult:
+def heuristic(problem: Problem, time_limit: float = 1.0, rounds: int = 16) -> HeuristicResult:
     """A complete assignment within about ``time_limit`` seconds.
 
-    Tree DP, then repair and descent. When memory binds, the DP is re-run with
-    prices on the bytes live at over-full times (:func:`_penalized_search`),
-    which trades cost for memory where it is cheapest. Deterministic unless
-    ``time_limit`` cuts it short.
+    Vectorized (:class:`~solver.flat.Flat`): first the smallest-usage start
+    improved by memory-safe descent (fits whenever the constant parts do);
+    then, when the cheapest answer breaks the limit, ``rounds`` of Lagrangian
+    prices on the over-full time segments: tree DP and descent on cost plus
+    priced usage, repair (cheapest cost per byte saved at the over-full
+    times), memory-safe descent. Deterministic: the round count, not the
+    clock, ends the search unless ``time_limit`` cuts it short.
     """
     began = time.perf_counter()
     deadline = began + time_limit
-    graph = _Graph(problem)
+    flat = Flat(problem)
     best: np.ndarray | None = None
-    best_cost = None
+    best_cost = np.inf
     sweeps = 0
+    first: float | None = None
 
     def consider(labels: np.ndarray) -> None:
-        nonlocal best, best_cost, sweeps
-        fits = repair(problem, graph, labels, deadline)
-        labels, s = descend(problem, labels, deadline, graph)
-        sweeps += s
-        cost = _cost(problem, labels)
-        if fits and cost < FORBIDDEN and (best_cost is None or cost < best_cost):
+        nonlocal best, best_cost, sweeps, first
+        if flat.limited:
+            labels, fits = flat.repair(labels)
+            if not fits:
+                return
+        labels = flat.icm(labels, hard_memory=flat.limited)
+        sweeps += 1
+        cost = flat.cost(labels)
+        if cost < BAD and cost < best_cost:
             best, best_cost = labels, cost
+            if first is None:
+                first = time.perf_counter() - began
 
-    usage = _usage_sums(problem)
-    limited = problem.memory_limit is not None and bool(problem.memory)
-    if limited:
-        # A reliable start first: smallest usages (fits whenever anything does at
-        # the constant parts), descent then removes forbidden pairs within memory.
-        start = np.array([int(np.argmin(np.where(u < FORBIDDEN, s, np.iinfo(np.int64).max)))
-                          for u, s in zip(problem.unary, usage)])
-        labels, s = descend(problem, start, max(deadline, time.perf_counter() + 1.0), graph)
-        sweeps += s
-        cost = _cost(problem, labels)
-        if cost < FORBIDDEN and peak_memory(problem, labels) <= problem.memory_limit:
-            best, best_cost = labels, cost
-    plain = tree_labels(problem)
-    if limited and peak_memory(problem, plain) > problem.memory_limit:
-        _penalized_search(problem, plain, usage, consider, began + time_limit * 0.7)
-    else:
+    if flat.limited:
+        consider(flat.smallest_usage())
+    cheapest, _ = flat.segment_argmin(flat.unary, np.arange(flat.n))
+    plain = flat.icm(tree_labels(problem))
+    if not flat.limited or flat.fits(plain):
         consider(plain)
+    else:
+        load = flat.load(plain)
+        scale = max(1.0, flat.cost(plain) if flat.cost(plain) < BAD else 1.0) / max(
+            1.0, float(flat.u_usage.sum()))
+        price = np.zeros(flat.segments)
+        labels = plain
+        for _ in range(rounds):
+            if time.perf_counter() > deadline:
+                break
+            over = load > flat.limit
+            price = np.where(over, np.maximum(price * 2.0, scale), price * 0.5)
+            extra = flat.penalty(price)
+            split = np.split(np.minimum(extra, 1e15).astype(np.int64), flat.off[1:-1])
+            labels = flat.icm(tree_labels(problem, split), extra=extra)
+            load = flat.load(labels)
+            consider(labels)
     if best is None:
-        best = plain
-    return HeuristicResult(tuple(int(x) for x in best), sweeps, time.perf_counter() - began)
-
-
-def _penalized_search(problem: Problem, plain: np.ndarray, usage: list[np.ndarray],
-                      consider, until: float) -> None:
-    """Lagrangian-style search: a price per time segment on the bytes live there.
-
-    Each round solves the tree DP with unary costs raised by ``usage * price``
-    summed over the segments a use is live in, then doubles the price where the
-    answer is over the limit and halves it elsewhere. Answers that (nearly) fit
-    go to ``consider`` (repair + descent). Uses nodes' own uses only: prices
-    follow the time structure, so memory is freed where it is short, not everywhere.
-    """
-    mem = _Memory(problem, plain)
-    limit = problem.memory_limit
-    uses = [(i, u) for i, u in enumerate(problem.memory) if u.start < u.end]
-    lo = np.array([mem.lo[i] for i, _ in uses], np.int64)
-    hi = np.array([mem.hi[i] for i, _ in uses], np.int64)
-    segments = len(mem.load)
-    base = max(1, _cost(problem, plain) % FORBIDDEN) / max(
-        1.0, float(sum(int(u.max()) for u in usage)))
-    price = np.zeros(segments, np.float64)
-    labels = plain
-    for _ in range(PRICE_ROUNDS):
-        if time.perf_counter() > until:
-            break
-        load = _Memory(problem, labels).load
-        over = load > limit
-        price = np.where(over, np.maximum(price * 2.0, base), price * 0.5)
-        # Per use: the summed price over its live segments (prefix sums).
-        total = np.concatenate([[0.0], np.cumsum(price)])
-        per_use = total[hi] - total[lo]
-        penalty = [np.zeros(problem.label_count(n), np.int64) for n in range(problem.num_nodes)]
-        for (i, use), weight in zip(uses, per_use.tolist()):
-            if weight:
-                penalty[use.node] = penalty[use.node] + (use.usage * min(weight, 1e6)).astype(np.int64)
-        labels = tree_labels(problem, penalty)
-        if peak_memory(problem, labels) <= limit * 1.02:
-            consider(labels.copy())
+        best = cheapest
+    return HeuristicResult(tuple(int(x) for x in best), sweeps, time.perf_counter() - began,
+                           first)
 
 
 def _usage_sums(problem: Problem) -> list[np.ndarray]:
