@@ -55,6 +55,7 @@ def solver_options(options: AssignOptions, target: Any) -> solver_options_module
         emit_bitcasts=options.emit_bitcasts,
         max_candidates=options.max_candidates,
         verify=options.verify,
+        normalize=None if options.normalize is None else tuple(p.value for p in options.normalize),
     )
 
 
@@ -87,8 +88,8 @@ def _reject_layout_dependent_bitcast(module: Module) -> None:
 def _run_passes(
     module: Module, passes: tuple[NormalizePass, ...]
 ) -> tuple[Module, list[str], list[str], list[tuple[str, float]]]:
-    """Apply the passes in order: the module, the passes' full names, notes about reduces left
-    as they were, and the time of each pass."""
+    """``normalize``: apply the passes in order; the module, the passes' full names, notes
+    about reduces left as they were, and the time of each pass."""
     from hlo.passes import PASSES, pass_names
     from hlo.passes.normalize_reductions import normalize_reductions_with_notes
 
@@ -113,22 +114,15 @@ def assign(module: Module, target: Any, options: Options) -> Produced:
     assert isinstance(options, AssignOptions)  # the pipeline checked the options' type
     _reject_layout_dependent_bitcast(module)
     try:
-        result = assign_layouts(module, solver_options(options, target))
+        result = assign_layouts(module, solver_options(options, target))  # normalizes too
     except AssignmentError as exc:
         raise OperationFailed(Failure(FailureType.INFEASIBLE, str(exc), field="target")) from exc
     except HloError as exc:
         raise _fail(exc) from exc
     report = to_json(result, include_hlo=False, include_timings=False)
-    report["options"] = {
-        **report["options"], "seed": options.seed, "verify": options.verify,
-        "normalize": [p.value for p in options.normalize],
-    }
+    report["options"] = {**report["options"], "seed": options.seed, "verify": options.verify}
     report["copies_inserted"] = summary(result)["copies_inserted"]
-    laid_out, passes, notes, pass_timings = _run_passes(result.module, options.normalize)
-    report["normalized"] = passes
-    report["notes"] = notes
-    timings = tuple(result.timings_ms.items()) + tuple(pass_timings)
-    return Produced(report, print_module(laid_out), timings)
+    return Produced(report, print_module(result.module), tuple(result.timings_ms.items()))
 
 
 def score(module: Module, target: Any, options: Options) -> Produced:

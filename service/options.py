@@ -54,8 +54,9 @@ class NormalizePass(str, enum.Enum):
 @dataclass(frozen=True, slots=True)
 class AssignOptions:
     """Options of ``assign``: solve budget, entry layouts, how the result is written, and the
-    normalization passes run on the result (none by default, so the answer is exactly what
-    ``hlo-layout assign`` prints).
+    normalization passes run on the result: left out (``None``), the ones the target asks for
+    (the GPU family normalizes and groups reductions), as ``hlo-layout assign`` does; an
+    empty list, none; else the passes named, in order.
 
     ``time_limit_s`` left out of an HTTP request takes the server's ``default_time_limit_s``;
     every time limit is capped by the server's ``max_time_limit_s``.
@@ -66,7 +67,7 @@ class AssignOptions:
 
     time_limit_s: Annotated[float, Gt(0), Le(MAX_TIME_LIMIT_S)] = 10.0
     entry_layout: EntryLayout = EntryLayout.FIXED
-    normalize: Annotated[tuple[NormalizePass, ...], MaxLen(len(NORMALIZE_PASSES))] = ()
+    normalize: Annotated[tuple[NormalizePass, ...], MaxLen(len(NORMALIZE_PASSES))] | None = None
     seed: Annotated[int, Ge(0), Le(2**31 - 1)] = 0
     emit_bitcasts: bool = False
     max_candidates: Annotated[int, Ge(1), Le(MAX_CANDIDATES)] = 6

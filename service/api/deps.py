@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import secrets
+import types
 import typing
 from typing import Annotated, Any, Awaitable, Callable
 
@@ -99,8 +100,11 @@ def module_request_reader(operation: Operation) -> Callable[[Request], Awaitable
                 values = request.query_params.getlist(key)
                 if key in ("name", "target"):
                     data[key] = values[-1]
+                elif _is_list_option(model, key):
+                    # ``?normalize=`` (an empty value) is the empty list.
+                    options[key] = [v for v in values if v != ""]
                 else:
-                    options[key] = values if _is_list_option(model, key) else values[-1]
+                    options[key] = values[-1]
             data["options"] = options
             try:
                 body = model.model_validate(data)
@@ -146,6 +150,8 @@ def _is_list_option(model: type, key: str) -> bool:
     """Whether option ``key`` is a tuple (a repeated query parameter)."""
     options_type = model.model_fields["options"].annotation
     hint = typing.get_type_hints(options_type, include_extras=True).get(key)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # an optional list
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
     if typing.get_origin(hint) is typing.Annotated:
         hint = typing.get_args(hint)[0]
     return typing.get_origin(hint) is tuple

@@ -42,6 +42,11 @@ def _option_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
         )
     for key, prop in options.get("properties", {}).items():
         prop = resolve(prop)
+        # An optional option: a query parameter is either given or left out, never null.
+        alternatives = [p for p in prop.get("anyOf", ()) if p.get("type") != "null"]
+        if len(alternatives) == 1:
+            extra = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+            prop = {**resolve(alternatives[0]), **extra}
         param: dict[str, Any] = {
             "name": key, "in": "query", "required": False, "schema": prop,
             "description": "text/plain bodies only: option of the operation.",

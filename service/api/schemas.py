@@ -176,11 +176,12 @@ class AssignOut(_Out):
     entry_layouts: dict[str, Any] = Field(
         description="For entry_layout=auto: the parameter and result layouts to feed."
     )
+    normalization: dict[str, Any] = Field(
+        description="Passes run on the result, reduces they rewrote and reduces left as they were."
+    )
     violations: list[str]
-    normalized: list[str]
-    notes: list[str]
     timings_ms: dict[str, float]
-    hlo: str = Field(description="The module with a layout on every array.")
+    hlo: str = Field(description="The module with a layout on every array (normalized).")
 
 
 class ScoreOut(_Out):

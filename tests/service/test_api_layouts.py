@@ -71,7 +71,7 @@ def test_assign_report_is_the_solvers_report(assigned: dict) -> None:
     expected = to_json(direct, include_timings=False)
     for key in ("module", "target", "status", "objective", "model_objective", "lower_bound",
                 "gap", "baselines", "breakdown", "terms", "layouts", "inserted", "entry_layouts",
-                "violations", "hlo"):
+                "normalization", "violations", "hlo"):
         assert assigned[key] == expected[key], key
     assert assigned["operation"] == "assign"
     assert assigned["copies_inserted"] == sum(not x["shared"] for x in expected["inserted"]) > 0
@@ -117,12 +117,29 @@ def test_assign_text_plain_with_query_options(client: httpx.Client) -> None:
     report = r.json()
     assert report["options"]["entry_layout"] == "auto" and report["options"]["time_limit"] == 5
     assert report["options"]["emit_bitcasts"] is True and report["options"]["max_candidates"] == 4
-    assert report["normalized"] == ["normalize-reductions"]
+    assert report["normalization"]["passes"] == ["normalize-reductions"]
     # AUTO: the report says which layouts to feed, and they are the module's own.
     module = parse_module(report["hlo"], "tiny")
     params = [str(p.shape) for p in module.entry.parameter_instructions()]
     assert report["entry_layouts"]["parameters"] == params and len(params) == 3
     assert equivalent(client, text, report["hlo"])
+
+
+def test_normalization_default_is_the_targets_and_an_empty_list_is_none(
+        client: httpx.Client) -> None:
+    from hlo.passes import passes_for_target
+    from hlo.target import load_target
+
+    text = corpus_text("reduce_2d.pre_short.hlo")
+    expected = list(passes_for_target(load_target("gpu")))
+    assert expected  # the GPU family asks for canonical, grouped reductions
+    default = client.post("/v1/assign", json={"hlo": text, "target": "gpu"})
+    assert default.status_code == 200, default.text
+    assert default.json()["normalization"]["passes"] == expected
+    none = client.post("/v1/assign?target=gpu&normalize=", content=text,
+                       headers={"content-type": "text/plain"})
+    assert none.status_code == 200 and none.json()["normalization"]["passes"] == []
+    assert equivalent(client, text, default.json()["hlo"])
 
 
 def test_time_limit_is_capped_and_defaulted_by_the_server_settings(client: httpx.Client) -> None:
