@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -138,15 +137,16 @@ async def run(base: str, concurrency: int, seconds: float, only: str | None) -> 
                 raise RuntimeError(f"{route}: {warm.status_code} {warm.text[:300]}")
             results += [
                 await load(client, route, f"{op}: small, cached",
-                           lambda i: {"hlo": SMALL.format(name="cached"), **extra},
+                           lambda i, extra=extra: {"hlo": SMALL.format(name="cached"), **extra},
                            5000, concurrency, seconds),
                 await load(client, route, f"{op}: small, uncached",
-                           lambda i: {"hlo": SMALL.format(name=f"m{i}"), **extra},
+                           lambda i, extra=extra: {"hlo": SMALL.format(name=f"m{i}"), **extra},
                            2000, concurrency, seconds),
                 await load(
                     client, route, f"{op}: medium (87 kB), uncached",
-                    lambda i: {"hlo": medium.replace("HloModule ", f"HloModule v{i}_", 1),
-                               **extra},
+                    lambda i, extra=extra: {
+                        "hlo": medium.replace("HloModule ", f"HloModule v{i}_", 1), **extra
+                    },
                     300, concurrency, seconds,
                 ),
             ]
