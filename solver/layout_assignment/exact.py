@@ -10,6 +10,11 @@ and ``(a, none)`` forbids every use's label that needs a copy to that target.
 The uses then pay only their own part (``base``). A target only one use can
 need keeps its copy in that use's table (``base + shared``).
 
+When "needs the copy" separates into "the value is not in the target layout" and
+"the use wants the target" (plain layouts), the copy node has just two labels,
+``none`` and ``copy``, and prices the copy against the value's label (free where
+the value already has the target layout) instead of a tie.
+
 The optimum of this problem is the true optimum over the candidate layouts,
 and any bound CP-SAT proves on it bounds the true cost; its first
 ``len(compiled.unary)`` labels are an assignment of the layout graph.
@@ -25,8 +30,9 @@ from solver.problem import FORBIDDEN, Problem, Tie, make_problem
 __all__ = ["exact_problem"]
 
 
-def exact_problem(compiled: Compiled) -> Problem:
-    """The labeling problem whose cost is :func:`.shared_copies.true_cost`."""
+def exact_problem(compiled: Compiled, *, two_label: bool = True) -> Problem:
+    """The labeling problem whose cost is :func:`.shared_copies.true_cost`
+    (``two_label=False``: every copy node tied, as in the general case)."""
     unary: list[np.ndarray] = list(compiled.unary)
     edges: list[tuple[int, int, np.ndarray]] = []
     ties: list[Tie] = list(compiled.problem.ties)
@@ -57,26 +63,60 @@ def exact_problem(compiled: Compiled) -> Problem:
         k = len(compiled.unary[first.u])
         # The copy's price from source label a (the same in every use's table).
         price = np.zeros(k, np.int64)
-        for i in uses:
-            t = compiled.tables[i]
-            rows, cols = np.nonzero(t.dst == d)  # type: ignore[operator]
-            price[rows] = t.shared[rows, cols]  # type: ignore[index]
+        needs = [compiled.tables[i].dst == d for i in uses]  # type: ignore[operator]
+        for i, need in zip(uses, needs):
+            rows, cols = np.nonzero(need)
+            price[rows] = compiled.tables[i].shared[rows, cols]  # type: ignore[index]
         node = len(unary)
-        row = np.zeros(2 * k, np.int64)
-        row[1::2] = price
-        unary.append(row)
         names.append(f"copy of {names[first.u]} to target {d}")
-        ties.append(Tie(node, first.u, tuple(j // 2 for j in range(2 * k))))
-        for i in uses:
-            t = compiled.tables[i]
-            needs = t.dst == d  # type: ignore[operator]
-            table = np.zeros((2 * k, needs.shape[1]), np.int64)
-            table[0::2] = np.where(needs, FORBIDDEN, 0)
-            if t.v == first.u:
-                # A self-relation: the use's label is the value's own; fold into the tie.
-                row = unary[node].copy()
-                row[0::2] = np.where(np.diag(needs), FORBIDDEN, row[0::2])
-                unary[node] = row
-            else:
-                edges.append((node, t.v, table))
+        if two_label and all(_separable(need) for need in needs):
+            _two_label_copy(node, first.u, price, uses, needs, compiled, unary, edges)
+        else:
+            _tied_copy(node, first.u, price, uses, needs, compiled, unary, edges, ties)
     return make_problem(unary, edges, ties=ties, names=names)
+
+
+def _separable(need: np.ndarray) -> bool:
+    """Whether "this cell needs the copy" is "the source is not the target already" and
+    "the consumer wants the target" (true of plain layouts: the target is the consumer's)."""
+    rows, cols = need.any(axis=1), need.any(axis=0)
+    return bool((need == np.outer(rows, cols)).all())
+
+
+def _two_label_copy(node: int, value: int, price: np.ndarray, uses: list[int],
+                    needs: list[np.ndarray], compiled: Compiled, unary: list,
+                    edges: list) -> None:
+    """Labels ``none``/``copy``; the copy is priced against the value's label (free where
+    the value already has the target layout), ``none`` forbids the uses' wanting labels."""
+    unary.append(np.zeros(2, np.int64))
+    to_value = np.zeros((2, len(price)), np.int64)
+    to_value[1] = price
+    for i, need in zip(uses, needs):
+        t = compiled.tables[i]
+        wants = need.any(axis=0)
+        if t.v == value:
+            to_value[0] = np.where(np.diag(need), FORBIDDEN, to_value[0])
+            continue
+        table = np.zeros((2, len(wants)), np.int64)
+        table[0] = np.where(wants, FORBIDDEN, 0)
+        edges.append((node, t.v, table))
+    edges.append((node, value, to_value))
+
+
+def _tied_copy(node: int, value: int, price: np.ndarray, uses: list[int],
+               needs: list[np.ndarray], compiled: Compiled, unary: list, edges: list,
+               ties: list) -> None:
+    """Labels ``(a, none)``/``(a, copy)`` for every label ``a`` of the value, tied to it."""
+    k = len(price)
+    row = np.zeros(2 * k, np.int64)
+    row[1::2] = price
+    ties.append(Tie(node, value, tuple(j // 2 for j in range(2 * k))))
+    for i, need in zip(uses, needs):
+        t = compiled.tables[i]
+        if t.v == value:
+            row[0::2] = np.where(np.diag(need), FORBIDDEN, row[0::2])
+            continue
+        table = np.zeros((2 * k, need.shape[1]), np.int64)
+        table[0::2] = np.where(need, FORBIDDEN, 0)
+        edges.append((node, t.v, table))
+    unary.append(row)

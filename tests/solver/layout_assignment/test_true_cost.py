@@ -119,10 +119,11 @@ def test_the_per_use_model_misses_the_shared_copy_and_the_report_says_so():
     assert len(copies) == 1 and len(report["inserted"]) == 3
 
 
-def test_exact_problem_prices_every_labeling_at_its_true_cost():
+@pytest.mark.parametrize("two_label", [True, False])
+def test_exact_problem_prices_every_labeling_at_its_true_cost(two_label):
     module = parse_module(_shared(3))
     costs, compiled = _brute(module, "tpu")
-    exact = exact_problem(compiled)
+    exact = exact_problem(compiled, two_label=two_label)
     n = compiled.problem.num_nodes
     extra = exact.num_nodes - n
     assert extra > 0
