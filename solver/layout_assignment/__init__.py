@@ -1,0 +1,1 @@
+"""Layout assignment on HLO: compile to the labeling problem, solve, rewrite, report."""
