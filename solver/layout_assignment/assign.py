@@ -250,7 +250,14 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     runs["greedy"] = greedy_labels(problem, seeds)
     model_cost = {k: evaluate_labels(problem, v) for k, v in runs.items()}
     lap("baselines")
-    solution = solve(problem, _solve_options(options, problem, options.time_limit))
+    # ``time_limit`` is one budget for all solves. Each share is of the time still
+    # left, so a solve that finishes early (proven) hands its rest to the next one.
+    deadline = time.monotonic() + options.time_limit
+
+    def budget(share: float) -> float:
+        return max(0.05, (deadline - time.monotonic()) * share)
+
+    solution = solve(problem, _solve_options(options, problem, budget(0.4)))
     lap("solve")
     timings.update({f"solve.{k}": v for k, v in solution.timings_ms})
     if solution.labels is None:
@@ -263,7 +270,7 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     # uses), about as easy as the model, may prove more.
     exact = exact_problem(compiled)
     lap("exact_build")
-    exact_solution = solve(exact, _solve_options(options, exact, options.time_limit))
+    exact_solution = solve(exact, _solve_options(options, exact, budget(0.75)))
     lap("exact")
     timings.update({f"exact.{k}": v for k, v in exact_solution.timings_ms})
     n = problem.num_nodes
@@ -275,7 +282,7 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     if exact_solution.status != Status.OPTIMAL:
         relaxed = compiled.relaxed
         assert relaxed is not None
-        bound_solution = solve(relaxed, _solve_options(options, relaxed, options.time_limit / 2))
+        bound_solution = solve(relaxed, _solve_options(options, relaxed, budget(1.0)))
         lap("bound")
         timings.update({f"bound.{k}": v for k, v in bound_solution.timings_ms})
         bounds.append(bound_solution.lower_bound if bound_solution.lower_bound is not None

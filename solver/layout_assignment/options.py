@@ -15,9 +15,9 @@ class AssignOptions:
     ``target``: a built-in target name or a path to a target file.
     ``entry_layout``: ``"fixed"`` keeps ``entry_computation_layout`` (entries it leaves
     without a layout are AUTO and free); ``"auto"`` frees every entry array and
-    the report lists the layouts to feed. ``time_limit``: seconds for each solve
-    (the per-use model, then the exact shared-copy problem; when that one is not
-    proven, half of it more for the relaxed bound).
+    the report lists the layouts to feed. ``time_limit``: seconds for all solves
+    together (the per-use model, then the exact shared-copy problem, then, when
+    that one is not proven, the relaxed bound), each taking a share of what is left.
     ``max_candidates``: layouts considered per buffer. ``emit_bitcasts``: write
     transposes/reshapes that became free as ``bitcast``. ``normalize``: the
     normalization passes run on the result (``hlo.passes`` names or their short
