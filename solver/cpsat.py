@@ -158,6 +158,8 @@ def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
     # Row a needs a clause only for the levels that occur in it: a level l between
     # two of its values l0 < l <= l1 follows from the clause of l1 and the ordering.
     for a in range(table.shape[0]):
+        if deadline is not None and a % 64 == 63 and time.perf_counter() > deadline:
+            raise BuildTimeout(f"model building stopped inside edge {k}")
         if xu[a] is None or not len(starts[a]):
             continue
         row_order = order[a]

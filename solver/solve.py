@@ -22,6 +22,9 @@ from solver.reductions import reduce_problem
 #: Above this many labels in the reduced problem, CP-SAT works on windows
 #: (:mod:`solver.lns`) instead of the whole model, which would not build in time.
 FULL_MODEL_LABELS = 30_000
+#: Likewise when a node has more labels than this: the level clauses of its
+#: tables alone took 29 s to write on contest instance L (1037 labels).
+FULL_MODEL_NODE_LABELS = 512
 
 
 class SolveError(RuntimeError):
@@ -86,7 +89,8 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions()) -> Solution:
 
     status, bound, raw_status = Status.OPTIMAL, best_cost, None
     built = None
-    if best is not None and sum(len(u) for u in core.unary) > FULL_MODEL_LABELS:
+    if best is not None and (sum(len(u) for u in core.unary) > FULL_MODEL_LABELS
+                             or max(map(len, core.unary), default=0) > FULL_MODEL_NODE_LABELS):
         # Too large to model whole in time: CP-SAT on windows, the rest fixed.
         improved, _ = lns.improve(core, best, deadline, options)
         cost = _feasible_cost(core, improved)
