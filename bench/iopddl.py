@@ -81,9 +81,10 @@ def table(results: dict[str, dict], time_limit: float, command: str) -> str:  # 
         f"Python {platform.python_version()}, {platform.system()}; shared with other jobs at the "
         f"time. Date: 2026-11-21. Limit {time_limit:g} s per instance for the solve (reduce, "
         "heuristic, model build, CP-SAT, postsolve); reading the JSON is extra and listed "
-        "separately. CP-SAT runs its default parallel portfolio (2 workers, seed 0); the "
-        "reproducible interleaved mode (`--deterministic`, the library default) improves far "
-        "more slowly on these instances. Costs are re-evaluated from the returned labels; `ratio` = ours / theirs "
+        "separately. CP-SAT runs its parallel portfolio (2 workers, seed 0; `--portfolio` in "
+        "the CLI), so CP-SAT's part of an answer may differ between runs; the library and CLI "
+        "default is the reproducible interleaved mode (`--deterministic` here). The heuristic "
+        "is deterministic (a fixed number of price rounds). Costs are re-evaluated from the returned labels; `ratio` = ours / theirs "
         "(below 1 = we are cheaper). Published costs: `final_results.csv` (team01 = winner, "
         "XLA = XLA's auto-sharding solver; blank = no result).",
         "",
