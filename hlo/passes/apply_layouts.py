@@ -26,6 +26,7 @@ from hlo.bitcast import is_bitcast, transpose_is_bitcast
 from hlo.buffers import Position, value_leaves
 from hlo.errors import HloError, LayoutError
 from hlo.ir import Computation, Instruction, Module, Parameter, ProgramShape, Verbatim
+from hlo.passes.instruction_sequence import NameTable
 from hlo.shape import ArrayShape, Layout, Shape, TupleShape
 
 __all__ = ["Conversion", "LayoutPlan", "apply_layouts", "NAME"]
@@ -75,21 +76,8 @@ def _format_attr(fmt: str) -> tuple[str, Verbatim]:
     return ("frontend_attributes", Verbatim('{layout_format="' + fmt + '"}'))
 
 
-class _Names:
-    def __init__(self, module: Module) -> None:
-        self.taken = {i.name for c in module.computations for i in c.instructions}
-
-    def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}.{k}"
-        self.taken.add(name)
-        return name
-
-
 class _Rewriter:
-    def __init__(self, comp: Computation, plan: LayoutPlan, names: _Names) -> None:
+    def __init__(self, comp: Computation, plan: LayoutPlan, names: NameTable) -> None:
         self.comp = comp
         self.plan = plan
         self.names = names
@@ -238,7 +226,7 @@ def _as_bitcast(instr: Instruction, src: Shape) -> Instruction:
 
 def apply_layouts(module: Module, plan: LayoutPlan) -> Module:
     """The module with ``plan``'s layouts and conversions (see the module docstring)."""
-    names = _Names(module)
+    names = NameTable(module)
     by_comp: dict[str, list[Conversion]] = {}
     for c in plan.conversions:
         by_comp.setdefault(c.computation, []).append(c)
