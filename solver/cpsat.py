@@ -13,7 +13,10 @@ Formulation (measured in DESIGN §7; see ``bench/iopddl.py``):
 * Forbidden pairs: ``x[u][a] -> OR{x[v][b] : M[a, b] allowed}``.
 * Ties: ``x[u][a] -> x[v][mapping[a]]`` and back.
 * Memory, at each binding check (:mod:`solver.memory`): the live extras fit in
-  the cap. Written directly when small; otherwise as a running total
+  the cap. When the checks × labels matrix is small (few nodes, e.g. after
+  fusion), as merged per-node rows over the label booleans with duplicate and
+  neighbour-dominated rows dropped (:func:`solver.memory.label_rows`); else
+  directly when small; otherwise as a running total
   ``m[j] = m[j-1] + (uses starting) - (uses ending)``, so each use appears in
   at most two constraints instead of once per check it is live at.
 """
@@ -34,6 +37,8 @@ from solver.problem import FORBIDDEN, Problem, Status
 LEVEL_LITERALS_LIMIT = 40_000
 #: Largest number of (check, use, label) terms written as direct memory sums.
 DIRECT_MEMORY_TERMS = 400_000
+#: Largest number of terms in merged per-node memory rows (:func:`solver.memory.label_rows`).
+LABEL_ROW_TERMS = 2_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +211,17 @@ def _add_memory(built: LabelModel, checks: memory_checks.MemoryChecks,
     model, problem = built.model, built.problem
     count = len(checks.times)
     if count == 0:
+        return
+    rows = memory_checks.label_rows(problem, checks)
+    if rows is not None and np.count_nonzero(rows.coefficients) <= LABEL_ROW_TERMS:
+        # Merged per-node rows: few, and each one a plain knapsack over the labels.
+        columns = [(node, a) for node, row in enumerate(built.x) for a in range(len(row))]
+        for coefficients, cap in zip(rows.coefficients, rows.caps.tolist()):
+            nonzero = np.flatnonzero(coefficients).tolist()
+            pairs = [(built.x[columns[c][0]][columns[c][1]], int(coefficients[c])) for c in nonzero]
+            pairs = [(var, weight) for var, weight in pairs if var is not None]
+            model.add(cp_model.LinearExpr.weighted_sum([p[0] for p in pairs], [p[1] for p in pairs])
+                      <= cap)
         return
     # Per use: its extra usage as a linear expression of the label booleans.
     terms: dict[int, cp_model.LinearExpr] = {}

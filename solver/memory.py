@@ -107,3 +107,89 @@ def analyze_uses(
     first = np.where(variable, first, 0)
     last = np.where(variable, last, 0)
     return MemoryChecks(check_times, caps[kept], first, last, extras)
+
+
+#: Largest checks × labels matrix :func:`label_rows` builds (int64 cells).
+LABEL_ROW_CELLS = 30_000_000
+#: How many neighbouring checks (in time order) each check is compared with
+#: when dropping dominated rows.
+DOMINANCE_REACH = 16
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LabelRows:
+    """The binding checks as rows over all labels: ``coefficients[r] @ x <= caps[r]``.
+
+    Column ``offsets[n] + a`` is node ``n`` taking label ``a`` (``x`` one-hot per
+    node). Rows are merged per node (all uses of a node at a time summed), shifted
+    so each node's smallest coefficient is 0, and only rows that can bind and are
+    not implied by another row are kept.
+    """
+
+    offsets: np.ndarray
+    coefficients: np.ndarray
+    caps: np.ndarray
+
+
+def label_rows(problem: Problem, checks: MemoryChecks) -> LabelRows | None:
+    """Per-check rows over the label booleans, or ``None`` when the matrix is too large.
+
+    After fusion many uses belong to one node (P: 42926 uses over 196 nodes), and
+    the per-use running total hides from CP-SAT that each check is a sum over a
+    few hundred booleans; merged, most checks turn out identical or implied by a
+    neighbour (P: 35079 checks to a few thousand rows).
+    """
+    sizes = np.array([len(u) for u in problem.unary], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    count, width = len(checks.times), int(offsets[-1])
+    if count == 0 or count * width > LABEL_ROW_CELLS:
+        return None
+    # Difference rows per use (added at its first check, removed at its last), then a
+    # running sum over checks gives each check's per-label usage.
+    matrix = np.zeros((count + 1, width), np.int64)
+    by_node: dict[int, list[int]] = {}
+    for i, use in enumerate(problem.memory):
+        if checks.first[i] < checks.last[i]:
+            by_node.setdefault(use.node, []).append(i)
+    for node, uses in by_node.items():
+        block = matrix[:, offsets[node]:offsets[node + 1]]
+        extras = np.stack([checks.extras[i] for i in uses])
+        np.add.at(block, checks.first[uses], extras)
+        np.subtract.at(block, checks.last[uses], extras)
+    matrix = np.cumsum(matrix[:-1], axis=0, out=matrix[:-1])
+    caps = checks.caps.astype(np.int64).copy()
+    widest = np.zeros(count, np.int64)
+    for node in by_node:
+        block = matrix[:, offsets[node]:offsets[node + 1]]
+        low = block.min(axis=1)
+        block -= low[:, None]
+        caps -= low
+        widest += block.max(axis=1)
+    if (caps < 0).any():
+        return LabelRows(offsets, np.zeros((1, width), np.int64), np.array([-1], np.int64))
+    binding = np.flatnonzero(widest > caps)
+    matrix, caps = matrix[binding], caps[binding]
+    # Identical rows: keep the smallest cap. Rows are grouped by a hash (fixed
+    # weights, wrapping products) and only exact copies of a neighbour are dropped.
+    weights = np.random.default_rng(0).integers(1, 2**62, width, dtype=np.int64)
+    with np.errstate(over="ignore"):
+        key = matrix @ weights
+    order = np.lexsort((caps, key))
+    same = key[order[1:]] == key[order[:-1]]
+    candidates = np.flatnonzero(same)
+    copies = (matrix[order[candidates + 1]] == matrix[order[candidates]]).all(axis=1)
+    keep = np.ones(len(caps), bool)
+    keep[order[candidates[copies] + 1]] = False
+    matrix, caps = matrix[keep], caps[keep]
+    # Row j is implied by row k when its coefficients are no larger and its cap no
+    # smaller; distinct rows make this a strict order, so all dominated rows can go.
+    dominated = np.zeros(len(caps), bool)
+    for step in range(1, DOMINANCE_REACH + 1):
+        if step >= len(caps):
+            break
+        below = (matrix[:-step] <= matrix[step:]).all(axis=1)
+        above = (matrix[step:] <= matrix[:-step]).all(axis=1)
+        dominated[:-step] |= below & (caps[:-step] >= caps[step:])
+        dominated[step:] |= above & (caps[step:] >= caps[:-step])
+    keep = ~dominated
+    return LabelRows(offsets, matrix[keep], caps[keep])
