@@ -20,7 +20,8 @@ Relations (DESIGN §6), each between two nodes:
 * ``transpose``/``reshape``/``copy``/``bitcast``: the op itself moves bytes
   unless the two layouts make it a bitcast;
 * ``reduce_out``: a reduce writes ``operand minus reduced dims`` naturally;
-* ``same_order``: variadic reduce results share one order (hard).
+* ``same_order``: variadic reduce results share one order (hard); so do an entry
+  result and the parameter it aliases (``input_output_alias``) when one is AUTO.
 
 The same graph serves assignment (free nodes get candidates) and scoring
 (``actual=True``: every node is fixed to the layout written in the module).
@@ -286,6 +287,29 @@ class _Builder:
             self.outputs.append((path, out))
             self.relate("convert", self.leaf(entry.name, root.name, path), out, entry.name, "",
                         -1, path, root.name, leaf, reader=False)
+        self.tie_aliased_entry(params)
+
+    def tie_aliased_entry(self, params: list[Instruction]) -> None:
+        """An entry result aliased with a parameter (``input_output_alias``) shares its
+        buffer, so it has the parameter's layout. Tied only when one side is free
+        (AUTO): when both are fixed the caller has already chosen."""
+        aliases = self.module.attr("input_output_alias")
+        outputs = dict(self.outputs)
+        entry = self.module.entry.name
+        for alias in aliases if isinstance(aliases, tuple) else ():
+            if alias.operand >= len(params):
+                continue
+            param = self.leaf(entry, params[alias.operand].name, alias.operand_index)
+            out = outputs.get(alias.output_index)
+            if param is None or out is None or out == param:
+                continue
+            p_shape, o_shape = self.nodes[param].shape, self.nodes[out].shape
+            if p_shape.dims != o_shape.dims:
+                continue
+            if param in self.pins and self.nodes[out].pinned is not None:
+                continue
+            self.relate("same_order", param, out, entry, "", -1, alias.output_index,
+                        params[alias.operand].name, o_shape, reader=False)
 
     def instruction(self, comp: str, instr: Instruction) -> None:
         op = instr.opcode
