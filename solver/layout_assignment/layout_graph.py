@@ -315,6 +315,13 @@ class _Builder:
         op = instr.opcode
         shapes = {n: self.instrs[comp][n].shape for n in instr.operands if n in self.instrs[comp]}
         here = instr.name
+        if instr.attr("constrain_layout") is True and not self.actual:
+            # A layout-constrained collective (``constrain_layout=true``) keeps the
+            # layouts it is written with: its operands are converted to them.
+            for path, leaf in value_leaves(instr.shape):
+                cand = _cand(leaf)
+                if cand is not None:
+                    self.pin_position(comp, here, path, cand)
         if op in TIED_OPCODES and op != "while":
             self.tied(comp, instr, shapes)
         elif op == "broadcast" and instr.operands:

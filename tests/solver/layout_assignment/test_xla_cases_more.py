@@ -84,14 +84,13 @@ def test_layout_constrained_custom_call_keeps_its_layouts():
     assert sorted(c.operands for c in _copies(r)) == [("custom-call",), ("p0",)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "all-reduce with constrain_layout=true is not held to its declared tuple layout: "
-    "we re-lay element 0 out as {1,0} (same copy count as XLA, but the constraint is broken)"))
 def test_layout_constrained_all_reduce_keeps_its_layout():
     r = _run(GENERIC, "LayoutConstrainedAllReduce", "cpu")
     crs = _instr(r, "crs")[1]
     assert [_mtm(e) for e in crs.shape.elements] == [(0, 1), (1, 0)]
     assert _reads(r, "crs", 0) == (0, 1) and _reads(r, "crs", 1) == (1, 0)
+    assert _instr(r, _instr(r, "crs")[1].operands[1])[1].opcode == "copy"
+    assert _instr(r, _instr(r, "crs")[1].operands[0])[1].opcode != "copy"
 
 
 _PROPAGATE_XLA = """HloModule xla
