@@ -440,6 +440,7 @@ class _Builder:
     def custom_call(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
         constraints = instr.attr("operand_layout_constraints")
         if not isinstance(constraints, tuple):
+            self.aliased_operands(comp, instr, shapes)
             return
         for k, (want, name) in enumerate(zip(constraints, instr.operands)):
             for path, leaf in value_leaves(want):
@@ -450,6 +451,24 @@ class _Builder:
         for path, leaf in value_leaves(instr.shape):
             self.pin_position(comp, instr.name, path,
                               _cand(leaf) or Candidate(tuple(range(leaf.rank - 1, -1, -1))))
+
+    def aliased_operands(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
+        """An output that aliases an operand (``output_to_operand_aliasing``) is written
+        into the operand's buffer, so the operand is read in the output's layout (a copy
+        where they differ, which also breaks the alias with the operand's other uses)."""
+        aliases = instr.attr("output_to_operand_aliasing")
+        for alias in aliases if isinstance(aliases, tuple) else ():
+            if alias.operand >= len(instr.operands):
+                continue
+            name = instr.operands[alias.operand]
+            shape = _sub(shapes.get(name, TupleShape(())), alias.operand_index)
+            out = _sub(instr.shape, alias.output_index)
+            if not (isinstance(shape, ArrayShape) and isinstance(out, ArrayShape)
+                    and shape.dims == out.dims and shape.rank > 0):
+                continue
+            self.relate("convert", self.leaf(comp, name, alias.operand_index),
+                        self.leaf(comp, instr.name, alias.output_index), comp, instr.name,
+                        alias.operand, alias.operand_index, name, shape)
 
     def call(self, comp: str, instr: Instruction, callee, first: int) -> None:
         params = callee.parameter_instructions()

@@ -149,9 +149,6 @@ def test_gather_reshapes_take_the_requested_layouts():
     assert _mtm(_instr(r, "reshape.3")[1].shape) == (3, 1, 2, 0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "output_to_operand_aliasing of a custom-call is not modelled: the {0,1} parameter "
-    "is passed straight to a custom-call whose aliased output is {1,0}; XLA copies it"))
 def test_aliased_custom_call_operand_is_copied_to_the_output_layout():
     r = _run(GENERIC, "BreakBufferAliasAcrossInstructions", "cpu")
     assert _mtm(r.module.entry.instruction("init").shape) == (0, 1)
