@@ -93,9 +93,12 @@ def _conv_orders(labels: ConvDimLabels, role: str, k: int, layout: str) -> Candi
 
 def _valid_dot_operand(cand: Candidate, batch: tuple[int, ...], contracting: tuple[int, ...],
                        rank: int) -> bool:
-    """Batch dims most major, contracting and non-contracting groups each contiguous."""
+    """Batch dims most major and in their listed order, contracting and non-contracting
+    groups each contiguous. The listed order matters: the i-th batch dims of the two
+    operands pair up, and the library walks them as one collapsed batch dimension, so
+    both operands must lay them out in the same (the listed) order."""
     m2m = list(reversed(cand.minor_to_major))
-    if batch and set(m2m[: len(batch)]) != set(batch):
+    if batch and m2m[: len(batch)] != list(batch):
         return False
     rest = m2m[len(batch):]
     free = [d for d in range(rank) if d not in batch and d not in contracting]
