@@ -322,7 +322,7 @@ class _Builder:
                 cand = _cand(leaf)
                 if cand is not None:
                     self.pin_position(comp, here, path, cand)
-        if op in TIED_OPCODES and op != "while":
+        if op in TIED_OPCODES and op not in ("while", "bitcast-convert"):
             self.tied(comp, instr, shapes)
         elif op == "broadcast" and instr.operands:
             self.relate("convert", self.leaf(comp, instr.operands[0], ()), self.leaf(comp, here, ()),

@@ -63,9 +63,6 @@ def test_channel_ends_share_one_layout():
     assert [c.operands for c in _copies(r)] == [("gte",)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bitcast-convert adding a dimension: the operand is read in {0,1} under the "
-    "{1,2,0} result; XLA derives {1,0} (the result order without the added dim) and copies"))
 def test_bitcast_convert_adding_a_dimension_keeps_the_order():
     r = _run_entry(GENERIC, "BitcastConvertAddingDimensionDoesNotChangeLayout", "cpu",
                    "(f32[2,64]{0,1})->u4[2,64,8]{1,2,0:E(4)}")
