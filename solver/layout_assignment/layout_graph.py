@@ -477,6 +477,14 @@ class _Builder:
             if k < len(instr.operands):
                 self.convert_leaves(comp, instr.name, k, instr.operands[k], callee.name, p.name,
                                     reader=False)
+        if instr.opcode == "async-start":
+            # async-start's shape is ((operands), callee result, context): the callee's
+            # root lands at index {1}.
+            for path, shape in self.leaves(callee.name, callee.root):
+                self.relate("convert", self.leaf(callee.name, callee.root, path),
+                            self.leaf(comp, instr.name, (1, *path)), callee.name, "", -1, path,
+                            callee.root, shape, reader=False)
+            return
         self.convert_leaves(callee.name, "", -1, callee.root, comp, instr.name, reader=False)
 
     def opaque(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:

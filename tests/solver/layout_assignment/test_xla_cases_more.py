@@ -205,6 +205,10 @@ def test_async_pair_keeps_the_wrapped_layouts():
     assert [_mtm(e) for e in operand.elements] == [(0, 1), (1, 0)]
     assert [_mtm(e) for e in start.shape.elements[1].elements] == [(0, 1), (1, 0)]
     assert [_mtm(e) for e in done.shape.elements] == [(0, 1), (1, 0)]
+    # The wrapped computation writes what async-start hands out at index {1}.
+    wrapped = next(c for c in r.module.computations if c.name == "async_comp")
+    assert [_mtm(e) for e in wrapped.root_instruction.shape.elements] == [(0, 1), (1, 0)]
+    assert _copies(r) == [] or [c.name for c in _copies(r)] == ["copy"]
 
 
 def test_elementwise_and_transpose():
