@@ -212,9 +212,13 @@ def _add_memory(built: LabelModel, checks: memory_checks.MemoryChecks,
     count = len(checks.times)
     if count == 0:
         return
+    direct_size = sum(int(np.count_nonzero(checks.extras[i])) * int(checks.last[i] - checks.first[i])
+                      for i in range(len(problem.memory)) if checks.first[i] < checks.last[i])
     rows = memory_checks.label_rows(problem, checks)
-    if rows is not None and np.count_nonzero(rows.coefficients) <= LABEL_ROW_TERMS:
+    if (rows is not None and np.count_nonzero(rows.coefficients) <= LABEL_ROW_TERMS
+            and 2 * np.count_nonzero(rows.coefficients) <= direct_size):
         # Merged per-node rows: few, and each one a plain knapsack over the labels.
+        # Only when merging pays (P: 100M direct terms, 0.64M merged; V: 60k, 51k).
         columns = [(node, a) for node, row in enumerate(built.x) for a in range(len(row))]
         for coefficients, cap in zip(rows.coefficients, rows.caps.tolist()):
             nonzero = np.flatnonzero(coefficients).tolist()
