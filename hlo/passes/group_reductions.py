@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from hlo.bitcast import is_bitcast
 from hlo.ir import Instruction, Module
-from hlo.passes.instruction_sequence import InstructionSequence, NameTable
+from hlo.passes.instruction_sequence import InstructionSequence, rewrite_instructions
 from hlo.passes.normalize_reductions import reduce_inputs
 from hlo.passes.physical_shapes import (
     inverse_permutation,
@@ -154,20 +154,4 @@ def _group(instr: Instruction, seq: InstructionSequence) -> bool:
 
 def group_reductions(module: Module) -> Module:
     """Merge adjacent same-kind dims of every canonical reduce (see the module docstring)."""
-    names = NameTable(module)
-    computations = []
-    for comp in module.computations:
-        if not any(i.opcode == "reduce" for i in comp.instructions):
-            computations.append(comp)
-            continue
-        seq = InstructionSequence(names)
-        changed = False
-        for instr in comp.instructions:
-            if instr.opcode == "reduce" and _group(instr, seq):
-                changed = True
-                continue
-            seq.emit(instr)
-        computations.append(
-            dataclasses.replace(comp, instructions=tuple(seq.instructions)) if changed else comp
-        )
-    return dataclasses.replace(module, computations=tuple(computations))
+    return rewrite_instructions(module, "reduce", lambda comp: _group)

@@ -8,10 +8,11 @@ so the result prints and parses without clashes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 
 from hlo.bitcast import transpose_is_bitcast
-from hlo.ir import Instruction, Module
+from hlo.ir import Computation, Instruction, Module
 from hlo.shape import ArrayShape, Shape
 
 
@@ -80,3 +81,36 @@ class InstructionSequence:
         return self.emit(
             Instruction(name, "transpose", shape, (source,), (("dimensions", dimensions),))
         )
+
+
+#: Given a computation, the rewrite of one of its instructions: it emits the replacement
+#: into the sequence and returns True, or returns False to keep the instruction as it is.
+Rewrite = Callable[[Instruction, InstructionSequence], bool]
+
+
+def rewrite_instructions(
+    module: Module, opcode: str, make_rewrite: Callable[[Computation], Rewrite]
+) -> Module:
+    """Offer every ``opcode`` instruction to a rewrite, computation by computation.
+
+    Fresh names come from one table for the whole module; computations without the
+    opcode, or where nothing was rewritten, are kept as they are.
+    """
+    names = NameTable(module)
+    computations = []
+    for comp in module.computations:
+        if not any(i.opcode == opcode for i in comp.instructions):
+            computations.append(comp)
+            continue
+        seq = InstructionSequence(names)
+        rewrite = make_rewrite(comp)
+        changed = False
+        for instr in comp.instructions:
+            if instr.opcode == opcode and rewrite(instr, seq):
+                changed = True
+                continue
+            seq.emit(instr)
+        computations.append(
+            dataclasses.replace(comp, instructions=tuple(seq.instructions)) if changed else comp
+        )
+    return dataclasses.replace(module, computations=tuple(computations))

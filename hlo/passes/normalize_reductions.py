@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from hlo.bitcast import transpose_is_bitcast
 from hlo.errors import LayoutError, Location
 from hlo.ir import Computation, Instruction, Module
-from hlo.passes.instruction_sequence import InstructionSequence, NameTable
+from hlo.passes.instruction_sequence import InstructionSequence, Rewrite, rewrite_instructions
 from hlo.passes.physical_shapes import (
     inverse_permutation,
     is_descending,
@@ -269,27 +269,13 @@ def _rewrite_reduce(
 
 def normalize_reductions_with_notes(module: Module) -> tuple[Module, tuple[SkippedReduce, ...]]:
     """:func:`normalize_reductions` plus the reduces it had to leave non-canonical."""
-    names = NameTable(module)
     skipped: list[SkippedReduce] = []
-    computations = []
-    for comp in module.computations:
-        if not any(i.opcode == "reduce" for i in comp.instructions):
-            computations.append(comp)
-            continue
-        seq = InstructionSequence(names)
+
+    def for_computation(comp: Computation) -> Rewrite:
         cache: dict[tuple[str, ArrayShape], str] = {}
-        changed = False
-        for instr in comp.instructions:
-            if instr.opcode == "reduce" and _rewrite_reduce(
-                module, instr, seq, cache, skipped, comp
-            ):
-                changed = True
-                continue
-            seq.emit(instr)
-        computations.append(
-            dataclasses.replace(comp, instructions=tuple(seq.instructions)) if changed else comp
-        )
-    return dataclasses.replace(module, computations=tuple(computations)), tuple(skipped)
+        return lambda instr, seq: _rewrite_reduce(module, instr, seq, cache, skipped, comp)
+
+    return rewrite_instructions(module, "reduce", for_computation), tuple(skipped)
 
 
 def normalize_reductions(module: Module) -> Module:
