@@ -50,7 +50,6 @@ def _target_summary(name: str) -> dict:
 
 
 def _explain(shape: ArrayShape, index: tuple[int, ...] | None) -> dict:
-    offsets = physical_offsets(shape)
     info: dict = {
         "shape": str(shape),
         "physical_shape": list(tiled_shape(shape)),
@@ -65,7 +64,7 @@ def _explain(shape: ArrayShape, index: tuple[int, ...] | None) -> dict:
         info["index"] = list(index)
         info["linear_index"] = linear_index(shape, index)
     if shape.rank == 2 and max(shape.dims) <= PICTURE_LIMIT:
-        info["memory_order"] = offsets.tolist()
+        info["memory_order"] = physical_offsets(shape).tolist()
     return info
 
 

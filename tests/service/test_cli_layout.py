@@ -33,6 +33,20 @@ def test_explain_layout_json() -> None:
     assert info["physical_bytes"] == 4096 and info["padding_bytes"] == 0
 
 
+def test_explain_layout_large_shape_draws_no_picture(monkeypatch) -> None:
+    # the per-element offsets are only needed for the picture
+    import service.cli.layout_commands as commands
+
+    def refuse(shape):
+        raise AssertionError(f"offsets computed for {shape}")
+
+    monkeypatch.setattr(commands, "physical_offsets", refuse)
+    result = run("explain-layout", "f32[16384,16384]{1,0:T(8,128)}", "--json")
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    assert "memory_order" not in info and info["physical_bytes"] == 16384 * 16384 * 4
+
+
 def test_explain_layout_bad_input_exits_2() -> None:
     bad = run("explain-layout", "f32[3,5]{1,0:T(2,x)}")
     assert bad.exit_code == 2 and "<shape>:1:18: error:" in bad.output
