@@ -42,9 +42,7 @@ def _summary(report: EquivalenceReport) -> list[str]:
         lines.append(f"equivalent on {report.trials} random input set(s), seed {report.seed}: {how}")
     else:
         lines.append(f"NOT equivalent: {report.difference}")
-    if report.verifier == "unavailable":
-        lines.append("layouts: verifier unavailable")
-    elif report.violations:
+    if report.violations:
         lines.append(f"layouts: {len(report.violations)} violation(s)")
         lines.extend(f"  {v}" for v in report.violations)
     else:

@@ -43,7 +43,7 @@ def test_bitcast_rewrite_of_transpose_is_equivalent():
 
 
 def test_mutation_reports_the_first_differing_element():
-    mutated = BASE.replace("dimensions={1,0}", "dimensions={1,0}").replace(
+    mutated = BASE.replace(
         "ROOT r = (f32[2,4]{1,0}, f32[6,4]{1,0}) tuple(q, t)",
         "one = f32[] constant(1)\n  ob = f32[6,4]{1,0} broadcast(one), dimensions={}\n"
         "  tt = f32[6,4]{1,0} add(t, ob)\n  ROOT r = (f32[2,4]{1,0}, f32[6,4]{1,0}) tuple(q, tt)",
