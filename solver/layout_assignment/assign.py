@@ -16,7 +16,6 @@ duplicates and no-op copies included; bitcast transposes/reshapes are free.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -40,8 +39,8 @@ from solver.layout_assignment.normalization import (
 from solver.layout_assignment.exact import exact_problem
 from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.shared_copies import improve, true_cost
-from solver.options import ALL_PASSES, SolveOptions
-from solver.problem import Problem, Status
+from solver.options import SolveOptions
+from solver.problem import Status
 from solver.problem import evaluate as evaluate_labels
 from solver.solve import solve, trivial_bound
 
@@ -180,45 +179,13 @@ def cm_bytes(src, dst, cu: Candidate, want: Candidate) -> int:
     return physical_bytes(src, cu.format) + physical_bytes(dst, want.format)
 
 
-#: log2 of the largest float64: a component whose label-count product exceeds it
-#: cannot be measured by the solver's enumeration pass (``np.prod`` overflows).
-_FLOAT64_LOG2_MAX = 1023.0
-
-
-def reduction_passes(problem: Problem) -> tuple[str, ...]:
-    """The solver's reduction passes for ``problem``: all of them, except the
-    enumeration of small components when some connected component's label-count
-    product overflows a float64 (``solver.reductions`` measures it with
-    ``np.prod(..., dtype=float64)`` and fails on ``inf``; such a component is far
-    beyond enumeration anyway, and the components small enough are left to the
-    series eliminations and CP-SAT)."""
-    parent = list(range(problem.num_nodes))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in [(e.u, e.v) for e in problem.edges] + [(t.u, t.v) for t in problem.ties]:
-        parent[find(a)] = find(b)
-    bits: dict[int, float] = {}
-    for node, costs in enumerate(problem.unary):
-        root = find(node)
-        bits[root] = bits.get(root, 0.0) + math.log2(max(1, len(costs)))
-    if any(b > _FLOAT64_LOG2_MAX for b in bits.values()):
-        return tuple(p for p in ALL_PASSES if p != "components")
-    return ALL_PASSES
-
-
 #: Preference among answers of equal true cost.
 _ORDER = ("exact", "cp-sat", "bound", "local-search", "greedy", "default")
 
 
-def _solve_options(options: AssignOptions, problem: Problem, time_limit: float) -> SolveOptions:
+def _solve_options(options: AssignOptions, time_limit: float) -> SolveOptions:
     return SolveOptions(time_limit=time_limit, num_workers=options.num_workers,
-                        seed=options.seed, heuristic_time=min(2.0, time_limit / 4),
-                        passes=reduction_passes(problem))
+                        seed=options.seed, heuristic_time=min(2.0, time_limit / 4))
 
 
 def _labels_to_candidates(compiled: Compiled, labels) -> list[Candidate]:
@@ -257,7 +224,7 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     def budget(share: float) -> float:
         return max(0.05, (deadline - time.monotonic()) * share)
 
-    solution = solve(problem, _solve_options(options, problem, budget(0.4)))
+    solution = solve(problem, _solve_options(options, budget(0.4)))
     lap("solve")
     timings.update({f"solve.{k}": v for k, v in solution.timings_ms})
     if solution.labels is None:
@@ -270,7 +237,7 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     # uses), about as easy as the model, may prove more.
     exact = exact_problem(compiled)
     lap("exact_build")
-    exact_solution = solve(exact, _solve_options(options, exact, budget(0.75)))
+    exact_solution = solve(exact, _solve_options(options, budget(0.75)))
     lap("exact")
     timings.update({f"exact.{k}": v for k, v in exact_solution.timings_ms})
     n = problem.num_nodes
@@ -282,7 +249,7 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     if exact_solution.status != Status.OPTIMAL:
         relaxed = compiled.relaxed
         assert relaxed is not None
-        bound_solution = solve(relaxed, _solve_options(options, relaxed, budget(1.0)))
+        bound_solution = solve(relaxed, _solve_options(options, budget(1.0)))
         lap("bound")
         timings.update({f"bound.{k}": v for k, v in bound_solution.timings_ms})
         bounds.append(bound_solution.lower_bound if bound_solution.lower_bound is not None
