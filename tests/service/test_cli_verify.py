@@ -72,3 +72,17 @@ def test_incomparable_modules_exit_2():
     result = invoke(a, b)
     assert result.exit_code == 2
     assert "entry parameters differ" in result.output
+
+
+def test_equivalent_pair_with_layout_violations_exits_1(tmp_path):
+    # an elementwise op whose result layout differs from its operands': same values, bad layout
+    text = "HloModule m\n\nENTRY e {{\n  a = f32[4,6]{{1,0}} parameter(0)\n  ROOT n = f32[4,6]{{{}}} negate(a)\n}}\n"
+    good, bad = tmp_path / "good.hlo", tmp_path / "bad.hlo"
+    good.write_text(text.format("1,0"))
+    bad.write_text(text.format("0,1"))
+    result = invoke(good, bad)
+    assert result.exit_code == 1, result.output
+    assert "equivalent on 1 random input set(s)" in result.output
+    assert "layouts: 1 violation(s)" in result.output
+    report = json.loads(invoke(good, bad, "--json").output)
+    assert report["equivalent"] is True and report["ok"] is False and len(report["violations"]) == 1
