@@ -17,6 +17,7 @@ from typing import Optional
 import typer
 
 from hlo.errors import HloError
+from hlo.ir import Module
 from hlo.layout_verifier import verify_layouts
 from hlo.parser import parse_module, read_text
 from hlo.passes import DEFAULT_PASSES, PASSES, PassError, pass_names
@@ -103,9 +104,9 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(code=2) from None
 
 
-def _verified(module: object, name: str, source: str) -> bool:
-    errors = collect_errors(module)  # type: ignore[arg-type]
-    violations = verify_layouts(module) if not errors else []  # type: ignore[arg-type]
+def _verified(module: Module, name: str, source: str) -> bool:
+    errors = collect_errors(module)
+    violations = verify_layouts(module) if not errors else []
     for err in errors:
         typer.echo(f"{source}: error: after pass '{name}': {err.message}", err=True)
     for v in violations:
