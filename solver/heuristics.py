@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.flat import BAD, Flat
-from solver.problem import FORBIDDEN, Problem, peak_memory
+from solver.problem import FORBIDDEN, Problem
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,9 +46,9 @@ def read_instance(path: str | Path) -> Problem:
     except (KeyError, TypeError) as err:
         raise ProblemError(f"missing field {err}") from None
     if not (len(costs) == len(usages) == len(intervals)):
-        raise ProblemError(f"nodes.costs, nodes.usages and nodes.intervals differ in length")
+        raise ProblemError("nodes.costs, nodes.usages and nodes.intervals differ in length")
     if len(edge_nodes) != len(edge_costs):
-        raise ProblemError(f"edges.nodes and edges.costs differ in length")
+        raise ProblemError("edges.nodes and edges.costs differ in length")
     unary = [np.minimum(np.array(c, dtype=np.int64), FORBIDDEN) for c in costs]
     tables = []
     for k, ((u, v), flat) in enumerate(zip(edge_nodes, edge_costs)):
