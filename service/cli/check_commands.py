@@ -7,24 +7,14 @@ does not parse or breaks a structural rule (``FILE:LINE:COL: error: ...``).
 from __future__ import annotations
 
 import dataclasses
-import gzip
 from pathlib import Path
 
 import typer
 
 from hlo.errors import HloError
 from hlo.layout_verifier import verify_layouts
-from hlo.parser import parse_file
+from hlo.parser import parse_module, read_text
 from hlo.verifier import collect_errors
-
-
-def _source_lines(path: Path) -> list[str]:
-    try:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-            return f.read().splitlines()
-    except OSError:
-        return []
 
 
 def _located(err: HloError, path: Path, lines: list[str]) -> str:
@@ -33,7 +23,7 @@ def _located(err: HloError, path: Path, lines: list[str]) -> str:
     if loc is None:
         return f"{path}: error: {err.message}"
     if loc.source_line is None and 0 < loc.line <= len(lines):
-        loc = dataclasses.replace(loc, source_line=lines[loc.line - 1])
+        loc = dataclasses.replace(loc, source_line=lines[loc.line - 1].rstrip("\r"))
     loc = dataclasses.replace(loc, name=str(path))
     return str(type(err)(err.message, loc))
 
@@ -50,16 +40,22 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Parse FILE and verify it; print a one-line summary when it is valid."""
         try:
-            module = parse_file(str(path))
-        except HloError as err:
-            typer.echo(_located(err, path, _source_lines(path)), err=True)
-            raise typer.Exit(code=2) from None
+            text = read_text(path)
         except OSError as err:
             typer.echo(f"{path}: error: {err.strerror or err}", err=True)
             raise typer.Exit(code=2) from None
+        except UnicodeDecodeError as err:
+            typer.echo(f"{path}: error: {err}", err=True)
+            raise typer.Exit(code=2) from None
+        # Line numbers in errors count '\n' only, as the lexer does.
+        lines = text.split("\n")
+        try:
+            module = parse_module(text, str(path))
+        except HloError as err:
+            typer.echo(_located(err, path, lines), err=True)
+            raise typer.Exit(code=2) from None
         errors = collect_errors(module, source_name=str(path))
         if errors:
-            lines = _source_lines(path)
             for err in errors:
                 typer.echo(_located(err, path, lines), err=True)
             raise typer.Exit(code=2)

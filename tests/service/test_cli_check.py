@@ -71,3 +71,24 @@ def test_missing_file_is_bad_input(tmp_path):
     result = run(str(tmp_path / "nope.hlo"))
     assert result.exit_code == 2
     assert "error" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_verify_error_source_line_counts_newlines_only(tmp_path):
+    # A form feed inside a comment does not start a line for the lexer, so the
+    # echoed source line must be the one the location names.
+    bad = tmp_path / "ff.hlo"
+    bad.write_text("HloModule m\n\n// page\x0cbreak\nENTRY main {\n  p = f32[2] parameter(0)\n"
+                   "  ROOT q = f32[3] add(p, p)\n}\n")
+    result = run(str(bad))
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"{bad}:6:3: error: ")
+    assert lines[1] == "  ROOT q = f32[3] add(p, p)"
+
+
+def test_undecodable_file_is_bad_input(tmp_path):
+    bad = tmp_path / "bin.hlo"
+    bad.write_bytes(b"HloModule m\n\xff\xfe\n")
+    result = run(str(bad))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"{bad}: error: ") and "Traceback" not in result.stderr
