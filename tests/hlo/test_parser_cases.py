@@ -21,10 +21,6 @@ def _cases(kind: str) -> list[dict]:
     return [c for c in CASES if c["kind"] == kind]
 
 
-#: Round-trip cases we do not print byte for byte, with the reason. Empty: all 46 are exact.
-KNOWN_DIFFERENCES: dict[str, str] = {}
-
-
 def test_case_kinds_are_all_covered() -> None:
     kinds = {c["kind"] for c in CASES}
     assert kinds == {"parse_roundtrip", "parse_normalize", "parse_error", "parse_semantics"}
@@ -36,9 +32,6 @@ def test_roundtrip_is_byte_exact(case: dict) -> None:
     text = read_text(CASES_DIR / case["file"])
     module = parse_module(text, case["file"])
     printed = print_module(module, short=case["print_form"] == "short")
-    if case["file"] in KNOWN_DIFFERENCES:
-        assert printed.rstrip() != text.rstrip(), "now exact: drop it from KNOWN_DIFFERENCES"
-        return
     assert printed.rstrip() == text.rstrip()
     assert parse_module(printed) == module
 
