@@ -291,8 +291,11 @@ def test_elementwise_rejects_implicit_broadcast_and_mixed_types():
 def test_operand_counts():
     assert operand_count_problem("add", 2) is None
     assert "takes 2" in operand_count_problem("add", 3)
-    assert operand_count_problem("reduce", 3) is not None
-    assert operand_count_problem("scatter", 4) is not None
+    assert "N inputs and N init values, got 3" in operand_count_problem("reduce", 3)
+    assert "takes at least 2" in operand_count_problem("reduce", 1)
+    assert operand_count_problem("reduce", 4) is None
+    assert "the indices and N updates, got 4" in operand_count_problem("scatter", 4)
+    assert operand_count_problem("scatter", 5) is None
     assert operand_count_problem("tuple", 0) is None
 
 
