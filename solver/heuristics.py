@@ -34,71 +34,6 @@ class HeuristicResult:
     first_seconds: float | None = None
 
 
-#: Rounds of price updates in the memory-penalized search of :func:`heuristic`.
-PRICE_ROUNDS = 12
-
-
-class _Memory:
-    """The live total per time segment under the current labels."""
-
-    def __init__(self, problem: Problem, labels: np.ndarray) -> None:
-        self.limit = problem.memory_limit
-        uses = problem.memory
-        fixed = problem.fixed_memory
-        times = np.unique(np.array([u.start for u in uses] + [u.end for u in uses]
-                                   + [f.start for f in fixed] + [f.end for f in fixed] + [0],
-                                   np.int64))
-        self.lo = np.searchsorted(times, [u.start for u in uses]).astype(np.int64)
-        self.hi = np.searchsorted(times, [u.end for u in uses]).astype(np.int64)
-        self.usage = [u.usage for u in uses]
-        self.node_uses: dict[int, list[int]] = {}
-        for i, use in enumerate(uses):
-            if use.start < use.end:
-                self.node_uses.setdefault(use.node, []).append(i)
-        delta = np.zeros(len(times) + 1, np.int64)
-        for f in fixed:
-            delta[np.searchsorted(times, f.start)] += f.amount
-            delta[np.searchsorted(times, f.end)] -= f.amount
-        for i, use in enumerate(uses):
-            amount = int(use.usage[labels[use.node]])
-            delta[self.lo[i]] += amount
-            delta[self.hi[i]] -= amount
-        self.load = np.cumsum(delta[:-1])
-
-    def allowed(self, node: int, current: int) -> np.ndarray | None:
-        """Labels of ``node`` that fit everywhere it is live (None: all of them)."""
-        if self.limit is None or node not in self.node_uses:
-            return None
-        ok = None
-        for i in self.node_uses[node]:
-            usage = self.usage[i]
-            room = self.limit - int(self.load[self.lo[i]:self.hi[i]].max()) + int(usage[current])
-            fits = usage <= room
-            ok = fits if ok is None else ok & fits
-        return ok
-
-    def move(self, node: int, old: int, new: int) -> None:
-        for i in self.node_uses.get(node, ()):
-            self.load[self.lo[i]:self.hi[i]] += int(self.usage[i][new]) - int(self.usage[i][old])
-
-
-class _Graph:
-    """Adjacency with oriented tables: ``neighbours[n] = [(other, table (k_n, k_other))]``."""
-
-    def __init__(self, problem: Problem) -> None:
-        self.neighbours: list[list[tuple[int, np.ndarray]]] = [[] for _ in problem.unary]
-        for edge in problem.edges:
-            self.neighbours[edge.u].append((edge.v, edge.costs))
-            self.neighbours[edge.v].append((edge.u, edge.costs.T))
-
-    def local(self, problem: Problem, node: int, labels: np.ndarray) -> np.ndarray:
-        """Cost of each label of ``node`` given its neighbours' labels."""
-        total = problem.unary[node]
-        for other, table in self.neighbours[node]:
-            total = np.minimum(total + table[:, labels[other]], FORBIDDEN)
-        return total
-
-
 def tree_labels(problem: Problem, penalty: list[np.ndarray] | None = None) -> np.ndarray:
     """Exact min-sum over a spanning forest of the costliest edges (others ignored).
 
@@ -163,90 +98,6 @@ def tree_labels(problem: Problem, penalty: list[np.ndarray] | None = None) -> np
     return labels
 
 
-def repair(problem: Problem, graph: _Graph, labels: np.ndarray, deadline: float) -> bool:
-    """Move labels to smaller usages, cheapest cost per byte first, until memory fits.
-
-    Returns whether the labels fit when it stops.
-    """
-    if problem.memory_limit is None:
-        return True
-    mem = _Memory(problem, labels)
-    live_uses = [i for i, u in enumerate(problem.memory) if u.start < u.end]
-    lo, hi = mem.lo[live_uses], mem.hi[live_uses]
-    limit = problem.memory_limit
-    while time.perf_counter() < deadline:
-        t = int(np.argmax(mem.load))
-        excess = int(mem.load[t]) - limit
-        if excess <= 0:
-            return True
-        candidates = []
-        for j in np.flatnonzero((lo <= t) & (hi > t)):
-            i = live_uses[j]
-            node = problem.memory[i].node
-            usage = problem.memory[i].usage
-            current = int(labels[node])
-            smaller = usage < usage[current]
-            if not smaller.any():
-                continue
-            local = graph.local(problem, node, labels)
-            delta_cost = np.where(smaller, local - local[current], FORBIDDEN).astype(np.float64)
-            saved = np.where(smaller, usage[current] - usage, 1).astype(np.float64)
-            ratio = np.maximum(delta_cost, 0.0) / saved
-            a = int(np.argmin(ratio))
-            if local[a] < FORBIDDEN:
-                candidates.append((float(ratio[a]), node, a, int(saved[a])))
-        if not candidates:
-            return False
-        candidates.sort()
-        moved: set[int] = set()
-        for _, node, a, saved in candidates:
-            if node in moved:
-                continue
-            moved.add(node)
-            mem.move(node, int(labels[node]), a)
-            labels[node] = a
-            excess -= saved
-            if excess <= 0:
-                break
-    return False
-
-
-def descend(problem: Problem, labels: np.ndarray, deadline: float,
-            graph: _Graph | None = None) -> tuple[np.ndarray, int]:
-    """Coordinate descent from ``labels``; memory-feasible labels stay feasible."""
-    labels = labels.copy()
-    graph = graph or _Graph(problem)
-    mem = _Memory(problem, labels)
-    sweeps = 0
-    changed = True
-    while changed and time.perf_counter() < deadline:
-        changed = False
-        sweeps += 1
-        for node in range(problem.num_nodes):
-            if len(problem.unary[node]) < 2:
-                continue
-            total = graph.local(problem, node, labels)
-            current = int(labels[node])
-            ok = mem.allowed(node, current)
-            if ok is not None:
-                total = np.where(ok, total, FORBIDDEN)
-            best = int(np.argmin(total))
-            if total[best] < total[current]:
-                mem.move(node, current, best)
-                labels[node] = best
-                changed = True
-            if (node & 255) == 0 and time.perf_counter() > deadline:
-                break
-    return labels, sweeps
-
-
-def _cost(problem: Problem, labels: np.ndarray) -> int:
-    total = sum(int(u[labels[i]]) for i, u in enumerate(problem.unary))
-    for edge in problem.edges:
-        total += int(edge.costs[labels[edge.u], labels[edge.v]])
-    return total
-
-
 def heuristic(problem: Problem, time_limit: float = 1.0, rounds: int = 16) -> HeuristicResult:
     """A complete assignment within about ``time_limit`` seconds.
 
@@ -306,12 +157,3 @@ def heuristic(problem: Problem, time_limit: float = 1.0, rounds: int = 16) -> He
         best = cheapest
     return HeuristicResult(tuple(int(x) for x in best), sweeps, time.perf_counter() - began,
                            first)
-
-
-def _usage_sums(problem: Problem) -> list[np.ndarray]:
-    usage = [np.zeros(problem.label_count(n), np.int64) for n in range(problem.num_nodes)]
-    for use in problem.memory:
-        if use.start < use.end:
-            usage[use.node] = usage[use.node] + use.usage
-    return usage
-

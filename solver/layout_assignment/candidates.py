@@ -30,10 +30,6 @@ def _default(rank: int) -> Candidate:
     return Candidate(default_layout(rank).minor_to_major)
 
 
-def _plain(c: Candidate) -> Candidate:
-    return Candidate(c.minor_to_major)
-
-
 class _Reshapes:
     """Memoized bitcast layout finders on untiled shapes."""
 

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hlo.shape import ArrayShape, Layout, Tile, default_layout, element_bits
+from hlo.shape import ArrayShape, Layout, Tile, element_bits
 from hlo.split_layout import fractal_z
 from hlo.target import Target
 from hlo.tiling import logical_size_bytes, physical_size_bytes
@@ -65,10 +65,6 @@ class Term:
         return {"kind": self.kind, "computation": self.computation,
                 "instruction": self.instruction, "bytes": self.bytes, "ns": self.ns,
                 "reason": self.reason}
-
-
-def default_candidate(rank: int) -> Candidate:
-    return Candidate(default_layout(rank).minor_to_major)
 
 
 class CostModel:
