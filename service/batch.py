@@ -341,14 +341,14 @@ async def _outcome(
     except UnicodeDecodeError as exc:
         return Failure(FailureType.PARSE_ERROR, f"not UTF-8 text: {exc}", field="hlo"), False
     request = ModuleRequest(spec.operation, text, item.path.name, spec.target, spec.options)
-    key = cache_key(request) if cache is not None else None
-    if cache is not None and key is not None:
-        hit = await asyncio.to_thread(cache.get, key)
-        if hit is not None:
-            return hit, True
+    if cache is None:
+        return await engine.submit(request, timeout_s), False
+    key = cache_key(request)
+    hit = await asyncio.to_thread(cache.get, key)
+    if hit is not None:
+        return hit, True
     outcome = await engine.submit(request, timeout_s)
-    if cache is not None and key is not None:
-        await asyncio.to_thread(cache.put, key, outcome)
+    await asyncio.to_thread(cache.put, key, outcome)
     return outcome, False
 
 

@@ -296,13 +296,8 @@ def load_target(spec: TargetSpec) -> Any:
     A name must be a built-in one: a request never makes the server read a file by path.
     """
     from hlo.errors import HloError
+    from hlo.target import builtin_target_names, load_target as load
 
-    try:
-        from hlo.target import builtin_target_names, load_target as load
-    except ImportError as exc:
-        raise OperationFailed(
-            Failure(FailureType.NOT_AVAILABLE, "targets are not available in this build")
-        ) from exc
     if isinstance(spec, str) and spec not in builtin_target_names():
         names = ", ".join(builtin_target_names())
         raise OperationFailed(
@@ -339,10 +334,7 @@ class Produced:
     timings_ms: tuple[tuple[str, float], ...] = ()
 
 
-_Result = Produced
-
-
-def _format(request: ModuleRequest) -> _Result:
+def _format(request: ModuleRequest) -> Produced:
     from hlo.printer import print_module
 
     module = _parse(request.hlo, request.name)
@@ -350,14 +342,15 @@ def _format(request: ModuleRequest) -> _Result:
     return Produced(_module_summary(module), print_module(module, short=options.short))
 
 
-def _check(request: ModuleRequest) -> _Result:
+def _check(request: ModuleRequest) -> Produced:
     module = _parse(request.hlo, request.name)
     _verify_structure(module)
     return Produced({**_module_summary(module), "valid": True})
 
 
-def _verify(request: VerifyRequest) -> _Result:
+def _verify(request: VerifyRequest) -> Produced:
     from hlo.equivalence import compare_modules
+    from hlo.errors import HloError
 
     original = _parse(request.original, request.original_name, "original")
     rewritten = _parse(request.rewritten, request.rewritten_name, "rewritten")
@@ -367,48 +360,14 @@ def _verify(request: VerifyRequest) -> _Result:
         comparison = compare_modules(
             original, rewritten, seed=request.options.seed, trials=request.options.trials
         )
-    except Exception as exc:
-        from hlo.errors import HloError
-
-        if not isinstance(exc, HloError):
-            raise
+    except HloError as exc:
         raise OperationFailed(hlo_failure(exc, failure_type_of(exc), "rewritten")) from exc
     return Produced(
-        {"original": original.name, "rewritten": rewritten.name, **_comparison_json(comparison)}
+        {"original": original.name, "rewritten": rewritten.name, **comparison.to_json()}
     )
 
 
-def _comparison_json(comparison: Any) -> dict[str, Any]:
-    """The equivalence verdict as JSON data, whatever value ``compare_modules`` returns."""
-    if hasattr(comparison, "to_json"):
-        return dict(comparison.to_json())
-    if isinstance(comparison, bool):
-        return {"equivalent": comparison}
-    if isinstance(comparison, dict):
-        return dict(comparison)
-    import dataclasses
-
-    if dataclasses.is_dataclass(comparison):
-        data = {
-            f.name: _jsonable(getattr(comparison, f.name)) for f in dataclasses.fields(comparison)
-        }
-        return data
-    return {"equivalent": bool(comparison), "detail": str(comparison)}
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return str(value)
-
-
-def _layout_operation(request: ModuleRequest) -> _Result:
+def _layout_operation(request: ModuleRequest) -> Produced:
     """``assign``, ``score`` and ``normalize``: validate everything the engine will need, then
     hand over to :mod:`service.layout_operations`."""
     from service import layout_operations
@@ -430,17 +389,13 @@ def _layout_operation(request: ModuleRequest) -> _Result:
     )
 
 
-_MODULE_OPERATIONS: dict[Operation, Callable[[ModuleRequest], _Result]] = {
+_MODULE_OPERATIONS: dict[Operation, Callable[[ModuleRequest], Produced]] = {
     Operation.FORMAT: _format,
     Operation.CHECK: _check,
     Operation.ASSIGN: _layout_operation,
     Operation.SCORE: _layout_operation,
     Operation.NORMALIZE: _layout_operation,
 }
-
-
-# Operations this build can do.
-AVAILABLE = frozenset(Operation)
 
 
 def default_batch_operation() -> Operation:
@@ -455,18 +410,13 @@ def warm_up() -> None:
     for name in (
         "hlo.parser", "hlo.printer", "hlo.verifier", "hlo.passes", "solver.layout_assignment.assign",
     ):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass  # the operation that needs it reports the missing module itself
+        importlib.import_module(name)
 
 
-def list_targets() -> list[dict[str, Any]] | Failure:
+def list_targets() -> list[dict[str, Any]]:
     """The built-in targets as JSON data: name, description, layout family."""
-    try:
-        from hlo.target import builtin_target_names, load_target as load
-    except ImportError:
-        return Failure(FailureType.NOT_AVAILABLE, "targets are not available in this build")
+    from hlo.target import builtin_target_names, load_target as load
+
     listed = []
     for name in builtin_target_names():
         target = load(name)

@@ -40,9 +40,7 @@ class QueueFull(Exception):
 def _worker_main(conn: multiprocessing.connection.Connection, runner: Runner) -> None:
     # Ctrl-C goes to the whole process group; the parent decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    warm_up = getattr(pipeline, "warm_up", None)
-    if warm_up is not None:
-        warm_up()
+    pipeline.warm_up()
     while True:
         try:
             job = conn.recv()

@@ -28,7 +28,7 @@ class Executor:
 
     def limited(self, request: Request) -> tuple[Request, float]:
         """The request with its time limit capped by the settings, and its wall-clock limit."""
-        options = getattr(request, "options", None)
+        options = request.options
         if isinstance(request, ModuleRequest) and isinstance(options, AssignOptions):
             capped = self.settings.capped_time_limit(options.time_limit_s)
             request = dataclasses.replace(
@@ -45,9 +45,10 @@ class Executor:
         """
         request, timeout_s = self.limited(request)
         operation = request.operation.value
-        key = cache_key(request) if self.cache is not None else None
-        if self.cache is not None and key is not None:
-            hit = await asyncio.to_thread(self.cache.get, key)
+        cache = self.cache
+        key = cache_key(request) if cache is not None else None
+        if cache is not None:
+            hit = await asyncio.to_thread(cache.get, key)
             self.metrics.cache_lookups.labels("hit" if hit is not None else "miss").inc()
             if hit is not None:
                 self._count(operation, hit)
@@ -56,8 +57,8 @@ class Executor:
         if isinstance(outcome, Success):
             self.metrics.operation_time.labels(operation).observe(outcome.elapsed_ms / 1000.0)
         self._count(operation, outcome)
-        if self.cache is not None and key is not None:
-            await asyncio.to_thread(self.cache.put, key, outcome)
+        if cache is not None:
+            await asyncio.to_thread(cache.put, key, outcome)
         return outcome, False
 
     def _count(self, operation: str, outcome: Outcome) -> None:

@@ -231,7 +231,8 @@ def test_batch_errors(client: httpx.Client) -> None:
 
 
 def test_metrics_count_requests_by_route(client: httpx.Client) -> None:
-    client.post("/v1/check", json={"hlo": EXAMPLE_HLO})
+    assert client.post("/v1/check", json={"hlo": EXAMPLE_HLO}).status_code == 200
+    assert client.post("/v1/check", json={"hlo": BAD_OPCODE}).status_code == 400
     text = client.get("/metrics").text
     assert 'hlo_layout_http_requests_total{method="POST",route="/v1/check",status="200"}' in text
     assert "hlo_layout_operation_seconds_bucket" in text

@@ -6,9 +6,8 @@ import asyncio
 
 from fastapi import APIRouter
 
-from service.api.errors import ApiError
 from service.api.schemas import TargetsOut
-from service.pipeline import Failure, list_targets
+from service.pipeline import list_targets
 
 router = APIRouter(prefix="/v1", tags=["targets"])
 
@@ -16,6 +15,4 @@ router = APIRouter(prefix="/v1", tags=["targets"])
 @router.get("/targets", response_model=TargetsOut, summary="List the built-in targets")
 async def targets() -> TargetsOut:
     listed = await asyncio.to_thread(list_targets)
-    if isinstance(listed, Failure):
-        raise ApiError.from_failure(listed)
     return TargetsOut(targets=listed)
