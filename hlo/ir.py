@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from hlo.shape import ArrayShape, Shape, TupleShape
+from hlo.shape import ArrayShape, Shape
 
 # ---------------------------------------------------------------------------
 # Source locations
@@ -314,6 +314,3 @@ class ProgramShape:
     parameters: tuple[Shape, ...]
     result: Shape
 
-
-def tuple_shape(*elements: Shape) -> TupleShape:
-    return TupleShape(tuple(elements))

@@ -275,7 +275,8 @@ def _validate(data: dict[str, Any], origin: str) -> Target:
         raise TargetError(f"invalid target {origin}: {_describe(e)}") from None
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+def read_target_file(path: Path) -> dict[str, Any]:
+    """The raw data of a ``.toml``/``.json`` target file (validated by :func:`load_target`)."""
     try:
         text = path.read_bytes()
     except OSError as e:
@@ -301,7 +302,7 @@ def load_target(spec: str | Path | dict[str, Any]) -> Target:
         return _validate(tomllib.loads(text), f"'{spec}'")
     path = Path(spec)
     if path.suffix in (".toml", ".json") or path.exists():
-        return _validate(_read_file(path), str(path))
+        return _validate(read_target_file(path), str(path))
     raise TargetError(
         f"unknown target '{spec}': use one of {', '.join(builtin_target_names())} or a .toml/.json file"
     )

@@ -10,6 +10,8 @@ from typing import Any, Optional
 import typer
 from pydantic import TypeAdapter, ValidationError
 
+from hlo.target import TargetError, read_target_file
+
 from service.pipeline import (
     NEEDS_TARGET, OPTIONS_OF, InlineTarget, Operation, default_batch_operation,
 )
@@ -38,13 +40,11 @@ def _target(value: str | None) -> str | InlineTarget | None:
         return None
     path = Path(value)
     if path.suffix in (".json", ".toml") and path.is_file():
-        import json
-        import tomllib
-
-        data = tomllib.loads(path.read_text()) if path.suffix == ".toml" else json.loads(
-            path.read_text()
-        )
-        return InlineTarget.from_data(data)
+        try:
+            return InlineTarget.from_data(read_target_file(path))
+        except TargetError as exc:
+            typer.echo(f"error: {exc.message}", err=True)
+            raise typer.Exit(code=2) from None
     return value
 
 
