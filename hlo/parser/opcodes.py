@@ -120,18 +120,30 @@ def infer_shape(opcode: str, operands: list[Shape], attrs: dict[str, object]) ->
     if opcode == "select" and len(arrays) == 3:
         return ArrayShape(arrays[1].element_type, arrays[1].dims, None, arrays[1].dynamic)
     if opcode == "transpose" and len(arrays) == 1:
-        perm = tuple(attrs.get("dimensions", ()))  # type: ignore[arg-type]
-        if sorted(perm) != list(range(first.rank)):
+        perm = _dim_list(attrs, "dimensions", first.rank)
+        if perm is None or sorted(perm) != list(range(first.rank)):
             return None
         return ArrayShape(first.element_type, tuple(first.dims[d] for d in perm))
     if opcode == "dot" and len(arrays) == 2:
         lhs, rhs = arrays
-        lb = tuple(attrs.get("lhs_batch_dims", ()))  # type: ignore[arg-type]
-        lc = tuple(attrs.get("lhs_contracting_dims", ()))  # type: ignore[arg-type]
-        rb = tuple(attrs.get("rhs_batch_dims", ()))  # type: ignore[arg-type]
-        rc = tuple(attrs.get("rhs_contracting_dims", ()))  # type: ignore[arg-type]
+        lb = _dim_list(attrs, "lhs_batch_dims", lhs.rank)
+        lc = _dim_list(attrs, "lhs_contracting_dims", lhs.rank)
+        rb = _dim_list(attrs, "rhs_batch_dims", rhs.rank)
+        rc = _dim_list(attrs, "rhs_contracting_dims", rhs.rank)
+        if lb is None or lc is None or rb is None or rc is None:
+            return None
         dims = [lhs.dims[d] for d in lb]
         dims += [n for d, n in enumerate(lhs.dims) if d not in lb and d not in lc]
         dims += [n for d, n in enumerate(rhs.dims) if d not in rb and d not in rc]
         return ArrayShape(lhs.element_type, tuple(dims))
     return None
+
+
+def _dim_list(attrs: dict[str, object], key: str, rank: int) -> tuple[int, ...] | None:
+    """``attrs[key]`` as dims of a rank-``rank`` array (absent: none); ``None`` when malformed."""
+    value = attrs.get(key, ())
+    if not isinstance(value, tuple) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and 0 <= d < rank for d in value
+    ):
+        return None
+    return value
