@@ -287,6 +287,13 @@ def solve_model(built: LabelModel, options: SolveOptions, time_limit: float) -> 
         params.interleave_search = True
     if options.deterministic_time is not None:
         params.max_deterministic_time = options.deterministic_time
+    if options.presolve == "light":
+        params.symmetry_level = 0
+        params.max_presolve_iterations = 1
+        params.cp_model_probing_level = 0
+        # Smaller interleaved batches: a batch ends with its slowest task, and a
+        # proof by the first LP worker then stops the search sooner.
+        params.interleave_batch_size = 4
     status = solver.solve(built.model)
     wall = solver.wall_time
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

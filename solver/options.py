@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 #: Every optional reduction pass (ties and forbidden labels are always handled).
 ALL_PASSES = ("functional-ties", "reparametrize", "memory", "dominated-labels", "eliminate", "components")
@@ -17,6 +18,12 @@ class SolveOptions:
     seed): the same input and options give the same labels when the search ends
     by proof or by the ``deterministic_time`` budget (CP-SAT's machine-independent
     work units); a wall-clock stop can land anywhere.
+
+    ``presolve``: ``"full"`` is CP-SAT's own default; ``"light"`` runs one
+    presolve round without symmetry detection or probing, and interleaves the
+    search in batches of 4 tasks. On models that a good hint and the LP bound
+    settle (layout assignment of large modules), full presolve and the default
+    batch were most of the solve: 7.7 s against 2.2 s on one.
     """
 
     time_limit: float = 60.0
@@ -27,3 +34,4 @@ class SolveOptions:
     heuristic_time: float = 20.0
     passes: tuple[str, ...] = ALL_PASSES
     log_search: bool = False
+    presolve: Literal["full", "light"] = "full"

@@ -81,6 +81,25 @@ class Postsolve:
                 labels[member] = int(column[row])
         return tuple(labels)
 
+    def project(self, labels: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+        """Reduced labels (one per core node) that stand for the full ``labels``:
+        ``-1`` where the group's joint labels are not a row the reduced node kept
+        (pruned or dominated there). The inverse of :meth:`restore` on core nodes;
+        eliminated nodes are chosen anew by ``restore``, never worse for the cost.
+        """
+        members_of = dict(self.groups)
+        out = []
+        for rep in self.core:
+            members = members_of[rep]
+            rows = np.ones(len(members[0][1]), bool)
+            for member, column in members:
+                rows &= column == labels[member]
+            hits = np.flatnonzero(rows)
+            orig = self.orig[rep]
+            current = hits if orig is None else np.flatnonzero(np.isin(orig, hits))
+            out.append(int(current[0]) if len(current) else -1)
+        return tuple(out)
+
 
 class WorkGraph:
     """Nodes with unary costs, undirected edges with tables, memory uses."""

@@ -36,7 +36,7 @@ from solver.layout_assignment.normalization import (
     normalization_passes,
     normalize,
 )
-from solver.layout_assignment.exact import exact_problem
+from solver.layout_assignment.exact import exact_labels, exact_problem
 from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.shared_copies import improve, true_cost
 from solver.options import SolveOptions
@@ -185,7 +185,8 @@ _ORDER = ("exact", "cp-sat", "bound", "local-search", "greedy", "default")
 
 def _solve_options(options: AssignOptions, time_limit: float) -> SolveOptions:
     return SolveOptions(time_limit=time_limit, num_workers=options.num_workers,
-                        seed=options.seed, heuristic_time=min(2.0, time_limit / 4))
+                        seed=options.seed, heuristic_time=min(2.0, time_limit / 4),
+                        presolve="light")
 
 
 def _labels_to_candidates(compiled: Compiled, labels) -> list[Candidate]:
@@ -235,9 +236,19 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     # the true optimum and its proven bound a bound on the true cost. When it is not
     # proven, the relaxed problem (a shared copy charged 1/n to each of its n possible
     # uses), about as easy as the model, may prove more.
+    # The best answer so far by true cost, improved by local search, starts the
+    # exact solve (whose heuristic alone starts far worse on large modules).
+    fast = {k: true_cost(compiled, v) for k, v in runs.items()}
+    start = min(runs, key=lambda k: (fast[k], _ORDER.index(k)))
+    improved, moves = improve(compiled, runs[start])
+    if moves:
+        runs["local-search"] = improved
+        fast["local-search"] = true_cost(compiled, improved)
+    lap("local_search")
     exact = exact_problem(compiled)
     lap("exact_build")
-    exact_solution = solve(exact, _solve_options(options, budget(0.75)))
+    exact_solution = solve(exact, _solve_options(options, budget(0.75)),
+                           hint=exact_labels(exact, improved))
     lap("exact")
     timings.update({f"exact.{k}": v for k, v in exact_solution.timings_ms})
     n = problem.num_nodes
@@ -258,13 +269,14 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
             runs["bound"] = bound_solution.labels
         bound_status = f"exact {bound_status}, relaxed {bound_solution.status.value}"
     lower = max(bounds)
-    fast = {k: true_cost(compiled, v) for k, v in runs.items()}
-    start = min(runs, key=lambda k: (fast[k], _ORDER.index(k)))
-    improved, moves = improve(compiled, runs[start])
-    if moves:
-        runs["local-search"] = improved
-        fast["local-search"] = true_cost(compiled, improved)
-    lap("local_search")
+    fast.update({k: true_cost(compiled, v) for k, v in runs.items() if k not in fast})
+    best_run = min(runs, key=lambda k: (fast[k], _ORDER.index(k)))
+    if best_run != "local-search" and fast[best_run] > lower:
+        polished, more = improve(compiled, runs[best_run])
+        if more:
+            runs["local-search"], moves = polished, moves + more
+            fast["local-search"] = true_cost(compiled, polished)
+    lap("polish")
     # Rewrite and score (the true cost) in order of the fast estimate; a run whose
     # estimate is no better than the best scored one is reported by its estimate.
     true_cost_of: dict[str, int] = {}

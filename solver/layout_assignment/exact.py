@@ -27,7 +27,7 @@ import numpy as np
 from solver.layout_assignment.compile import Compiled
 from solver.problem import FORBIDDEN, Problem, Tie, make_problem
 
-__all__ = ["exact_problem"]
+__all__ = ["exact_problem", "exact_labels"]
 
 
 def exact_problem(compiled: Compiled, *, two_label: bool = True) -> Problem:
@@ -120,3 +120,23 @@ def _tied_copy(node: int, value: int, price: np.ndarray, uses: list[int],
         table[0::2] = np.where(need, FORBIDDEN, 0)
         edges.append((node, t.v, table))
     unary.append(row)
+
+
+def exact_labels(exact: Problem, labels: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+    """``labels`` (an assignment of the layout graph's nodes) extended to
+    ``exact``: each copy node takes its cheapest label given the rest (a copy
+    exactly where some use needs it). Copy nodes touch only graph nodes, so each
+    is chosen on its own."""
+    n = len(labels)
+    cost = [np.array(u, np.int64) for u in exact.unary[n:]]
+    for e in exact.edges:
+        if e.u >= n:
+            cost[e.u - n] = np.minimum(cost[e.u - n] + e.costs[:, labels[e.v]], FORBIDDEN)
+        elif e.v >= n:
+            cost[e.v - n] = np.minimum(cost[e.v - n] + e.costs[labels[e.u], :], FORBIDDEN)
+    for tie in exact.ties:
+        if tie.u >= n:
+            mapping = tie.mapping or range(len(cost[tie.u - n]))
+            off = np.array([m != labels[tie.v] for m in mapping])
+            cost[tie.u - n] = np.where(off, FORBIDDEN, cost[tie.u - n])
+    return tuple(labels) + tuple(int(np.argmin(c)) for c in cost)

@@ -3,6 +3,8 @@ and the postsolved labels are feasible in the original with exactly that cost.""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from oracle import Raw, brute_force, cost_of, random_raw
@@ -150,3 +152,37 @@ def test_functional_chain_fuses_to_one_node() -> None:
     assert dict(reduction.stats)["after merge-ties"] == 1
     assert reduction.problem.num_nodes == 1
     assert reduction.problem.unary[0].tolist() == [9, 4, 9]
+
+
+def test_project_inverts_restore_on_the_core() -> None:
+    """Every reduced assignment, restored to full labels and projected back, is itself
+    (the hint path of ``solve`` relies on it), across ties, fusion and pruning."""
+    checked = 0
+    for seed in range(120):
+        rng = np.random.default_rng(1000 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(3, 9)), memory=seed % 2 == 0,
+                         ties=int(rng.integers(0, 3)), functional=0.3, forbid=0.0)
+        # Without eliminations, so that a core remains to project onto.
+        reduction = reduce_problem(build(raw), ("functional-ties", "reparametrize", "memory",
+                                                "dominated-labels"))
+        if reduction.problem is None:
+            continue
+        core = reduction.problem
+        for labels in itertools.islice(
+                itertools.product(*(range(core.label_count(n)) for n in range(core.num_nodes))), 50):
+            full = reduction.postsolve.restore(labels)
+            assert reduction.postsolve.project(full) == labels, f"seed {seed}"
+            checked += 1
+    assert checked >= 100
+
+
+def test_project_marks_labels_the_reductions_dropped() -> None:
+    # Node 0's label 1 is dominated (costlier, same table rows) and dropped; so are
+    # node 1's labels 0 and 1 (label 2 is cheaper against every row).
+    problem = make_problem([[0, 5], [0, 0, 0]], [(0, 1, [[1, 2, 0], [1, 2, 0]])])
+    reduction = reduce_problem(problem, ("dominated-labels",))
+    assert reduction.problem.label_count(0) == reduction.problem.label_count(1) == 1
+    assert reduction.postsolve.project((0, 2)) == (0, 0)
+    assert reduction.postsolve.restore((0, 0)) == (0, 2)
+    assert reduction.postsolve.project((1, 2)) == (-1, 0)
+    assert reduction.postsolve.project((0, 1)) == (0, -1)

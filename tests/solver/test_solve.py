@@ -116,3 +116,44 @@ def test_window_search_keeps_feasibility_and_never_worsens() -> None:
     assert windows >= 2
     assert evaluate(problem, labels) == cost_of(raw, labels) <= start_cost
     assert memory_feasible(problem, labels)
+
+
+@pytest.mark.parametrize("presolve", ["full", "light"])
+def test_hinted_solve_matches_brute_force(presolve: str) -> None:
+    """Any hint (optimal, merely feasible, or breaking a hard rule) leaves the optimum
+    found and proven; the light presolve proves the same optima."""
+    options = SolveOptions(time_limit=10.0, heuristic_time=0.2, presolve=presolve)
+    kinds = set()
+    for seed in range(30):
+        rng = np.random.default_rng(3000 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(2, 9)), memory=seed % 3 != 0,
+                         ties=int(rng.integers(0, 3)))
+        want = brute_force(raw)
+        if want is None:
+            continue
+        random_labels = tuple(int(rng.integers(0, len(u))) for u in raw.unary)
+        for hint in (want[1], random_labels):
+            kinds.add("feasible" if cost_of(raw, hint) is not None else "infeasible")
+            got = solve(build(raw), options, hint=hint)
+            assert got.status == Status.OPTIMAL and got.objective == want[0], f"seed {seed}"
+            assert cost_of(raw, got.labels) == want[0], f"seed {seed}"
+    assert kinds == {"feasible", "infeasible"}
+
+
+def test_a_hint_is_never_lost_when_time_runs_out() -> None:
+    """With no time for the search to improve on it, the answer costs at most the hint,
+    which started the search in place of the heuristic."""
+    raw = grid(9, 8, seed=4)
+    raw.memory, raw.limit = [], None
+    problem = build(raw)
+    good = solve(problem, SolveOptions(time_limit=4.0, heuristic_time=0.5))
+    hinted = solve(problem, SolveOptions(time_limit=0.05, heuristic_time=0.01), hint=good.labels)
+    assert hinted.labels is not None and hinted.objective <= good.objective
+    assert cost_of(raw, hinted.labels) == hinted.objective
+    steps = dict(hinted.timings_ms)
+    assert "hint" in steps and "heuristic" not in steps and "quick" not in steps
+
+
+def test_hint_of_the_wrong_length_is_rejected() -> None:
+    with pytest.raises(ValueError, match="hint has 1 labels"):
+        solve(make_problem([[0, 1], [0, 1]]), QUICK, hint=(0,))

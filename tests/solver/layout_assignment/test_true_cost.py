@@ -14,7 +14,7 @@ from solver.layout_assignment.assign import assign, plan_for, score
 from solver.layout_assignment.candidates import candidate_sets
 from solver.layout_assignment.compile import compile_problem
 from solver.layout_assignment.costs import CostModel
-from solver.layout_assignment.exact import exact_problem
+from solver.layout_assignment.exact import exact_labels, exact_problem
 from solver.layout_assignment.layout_graph import build_graph
 from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.report import to_json
@@ -135,6 +135,8 @@ def test_exact_problem_prices_every_labeling_at_its_true_cost(two_label):
             if value is not None:
                 best = value if best is None else min(best, value)
         assert best == true, labels
+        # ... and that cheapest completion is the one ``exact_labels`` picks.
+        assert evaluate(exact, exact_labels(exact, labels)) == true, labels
 
 
 def test_local_search_only_lowers_the_true_cost_and_is_deterministic():
