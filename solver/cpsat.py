@@ -107,42 +107,52 @@ def build_model(problem: Problem, hint: tuple[int, ...] | None = None,
     model.minimize(cp_model.LinearExpr.weighted_sum(
         [v for v, _ in built.objective_terms], [c for _, c in built.objective_terms]))
     if hint is not None:
-        for node, row in enumerate(built.x):
-            for a, var in enumerate(row):
-                if var is not None:
-                    model.add_hint(var, int(hint[node] == a))
-        for var, value in built.hint_values:
-            model.add_hint(var, value)
+        # Every hinted variable is a fresh (non-negated) one: write the hint in
+        # two bulk appends instead of one call per variable.
+        pairs = [(var.index, int(hint[node] == a)) for node, row in enumerate(built.x)
+                 for a, var in enumerate(row) if var is not None]
+        pairs += [(var.index, int(value)) for var, value in built.hint_values]
+        solution_hint = model.proto.solution_hint
+        solution_hint.vars.extend([i for i, _ in pairs])
+        solution_hint.values.extend([value for _, value in pairs])
     return built
+
+
+#: Tables up to this many entries are handled as Python lists: on the small
+#: tables layout assignment produces (mostly 6x2 and 2x2), per-call numpy
+#: overhead was most of the model building time.
+SMALL_TABLE = 64
 
 
 def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
               hint: tuple[int, ...] | None, deadline: float | None = None) -> None:
     model, xu, xv = built.model, built.x[u], built.x[v]
-    finite = table < FORBIDDEN
-    for a in np.flatnonzero(~finite.all(axis=1)):
-        if xu[a] is not None:
-            allowed = [xv[b] for b in np.flatnonzero(finite[a]) if xv[b] is not None]
-            model.add_bool_or([xu[a].Not()] + allowed)
-    costly = finite & (table > 0)
-    if not costly.any():
-        return
-    levels = np.unique(table[costly])
-    # Level clauses cost, rows over u or over v: pick the smaller.
-    by_u, by_v = _level_layout(table), _level_layout(table.T)
-    if min(by_u[0], by_v[0]) > LEVEL_LITERALS_LIMIT:
-        # Pair booleans: z -> chosen pair (a, b) costs M[a, b].
-        for count, (a, b) in enumerate(zip(*np.nonzero(costly))):
-            if count % 4096 == 4095 and deadline is not None and time.perf_counter() > deadline:
-                raise BuildTimeout(f"model building stopped inside edge {k}")
-            if xu[a] is None or xv[b] is None:
-                continue
-            z = model.new_bool_var("")
-            model.add_bool_or([xu[a].Not(), xv[b].Not(), z])
-            built.objective_terms.append((z, int(table[a, b])))
-            if hint is not None:
-                built.hint_values.append((z, int(hint[u] == a and hint[v] == b)))
-        return
+    small = table.size <= SMALL_TABLE
+    if small:
+        rows = table.tolist()
+        for a, row in enumerate(rows):
+            if xu[a] is not None and max(row) >= FORBIDDEN:
+                allowed = [xv[b] for b, c in enumerate(row) if c < FORBIDDEN and xv[b] is not None]
+                model.add_bool_or([xu[a].Not()] + allowed)
+        levels = sorted({c for row in rows for c in row if 0 < c < FORBIDDEN})
+        if not levels:
+            return
+        by_u, by_v = _level_layout_small(rows), _level_layout_small([list(c) for c in zip(*rows)])
+    else:
+        finite = table < FORBIDDEN
+        for a in np.flatnonzero(~finite.all(axis=1)):
+            if xu[a] is not None:
+                allowed = [xv[b] for b in np.flatnonzero(finite[a]) if xv[b] is not None]
+                model.add_bool_or([xu[a].Not()] + allowed)
+        costly = finite & (table > 0)
+        if not costly.any():
+            return
+        levels = np.unique(table[costly]).tolist()
+        # Level clauses cost, rows over u or over v: pick the smaller.
+        by_u, by_v = _level_layout(table), _level_layout(table.T)
+        if min(by_u[0], by_v[0]) > LEVEL_LITERALS_LIMIT:
+            _add_pair_booleans(built, k, u, v, table, costly, hint, deadline)
+            return
     _, order, starts = by_u
     if by_v[0] < by_u[0]:
         u, v, table, xu, xv = v, u, table.T, xv, xu
@@ -150,7 +160,7 @@ def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
     # One boolean per level; y[l] -> y[previous level] keeps them ordered.
     y: dict[int, cp_model.IntVar] = {}
     previous_level, previous_var = 0, None
-    for level in levels.tolist():
+    for level in levels:
         var = model.new_bool_var("")
         built.objective_terms.append((var, level - previous_level))
         if previous_var is not None:
@@ -162,23 +172,43 @@ def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
         built.hint_values.extend((var, int(chosen >= level)) for level, var in y.items())
     # Row a needs a clause only for the levels that occur in it: a level l between
     # two of its values l0 < l <= l1 follows from the clause of l1 and the ordering.
-    for a in range(table.shape[0]):
+    for a, row_starts in enumerate(starts):
         if deadline is not None and a % 64 == 63 and time.perf_counter() > deadline:
             raise BuildTimeout(f"model building stopped inside edge {k}")
-        if xu[a] is None or not len(starts[a]):
+        if xu[a] is None or not row_starts:
             continue
-        row_order = order[a]
-        ranked = [xv[b] for b in row_order]
+        ranked = [xv[b] for b in order[a]]
         not_a = xu[a].Not()
-        for j in starts[a].tolist():
+        for j, level in row_starts:
             cheaper = [lit for lit in ranked[:j] if lit is not None]
-            model.add_bool_or([not_a, y[int(table[a, row_order[j]])]] + cheaper)
+            model.add_bool_or([not_a, y[level]] + cheaper)
 
 
-def _level_layout(table: np.ndarray) -> tuple[int, np.ndarray, list[np.ndarray]]:
-    """Literal count of the level clauses with rows over the first axis, the row
-    orders (ascending cost) and, per row, the sorted positions where a new
-    positive allowed level starts."""
+def _add_pair_booleans(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
+                       costly: np.ndarray, hint: tuple[int, ...] | None,
+                       deadline: float | None) -> None:
+    """One boolean per costly pair: z -> chosen pair (a, b) costs M[a, b]."""
+    model, xu, xv = built.model, built.x[u], built.x[v]
+    for count, (a, b) in enumerate(zip(*np.nonzero(costly))):
+        if count % 4096 == 4095 and deadline is not None and time.perf_counter() > deadline:
+            raise BuildTimeout(f"model building stopped inside edge {k}")
+        if xu[a] is None or xv[b] is None:
+            continue
+        z = model.new_bool_var("")
+        model.add_bool_or([xu[a].Not(), xv[b].Not(), z])
+        built.objective_terms.append((z, int(table[a, b])))
+        if hint is not None:
+            built.hint_values.append((z, int(hint[u] == a and hint[v] == b)))
+
+
+#: Level-clause layout of a table with rows over its first axis: the literal
+#: count, per row the column order by ascending cost, and per row the
+#: ``(position, level)`` pairs where a new positive allowed level starts.
+LevelLayout = tuple[int, list[list[int]], list[list[tuple[int, int]]]]
+
+
+def _level_layout(table: np.ndarray) -> LevelLayout:
+    """:data:`LevelLayout` of a large table, vectorized."""
     order = np.argsort(table, axis=1, kind="stable")
     ranked = np.take_along_axis(table, order, axis=1)
     new = np.ones(ranked.shape, bool)
@@ -186,8 +216,25 @@ def _level_layout(table: np.ndarray) -> tuple[int, np.ndarray, list[np.ndarray]]
     new &= (ranked > 0) & (ranked < FORBIDDEN)
     rows, cols = np.nonzero(new)
     literals = int(cols.sum()) + 2 * len(cols)
-    starts = np.split(cols, np.searchsorted(rows, np.arange(1, table.shape[0])))
-    return literals, order, starts
+    bounds = np.searchsorted(rows, np.arange(table.shape[0] + 1)).tolist()
+    cols_list, levels = cols.tolist(), ranked[rows, cols].tolist()
+    starts = [list(zip(cols_list[lo:hi], levels[lo:hi])) for lo, hi in zip(bounds, bounds[1:])]
+    return literals, order.tolist(), starts
+
+
+def _level_layout_small(rows: list[list[int]]) -> LevelLayout:
+    """:data:`LevelLayout` of a small table given as lists (same result as
+    :func:`_level_layout`: a stable sort, so equal costs keep column order)."""
+    literals, orders, starts = 0, [], []
+    for row in rows:
+        order = sorted(range(len(row)), key=row.__getitem__)
+        ranked = [row[b] for b in order]
+        row_starts = [(j, c) for j, c in enumerate(ranked)
+                      if 0 < c < FORBIDDEN and (j == 0 or c != ranked[j - 1])]
+        literals += sum(j for j, _ in row_starts) + 2 * len(row_starts)
+        orders.append(order)
+        starts.append(row_starts)
+    return literals, orders, starts
 
 
 def _add_tie(built: LabelModel, u: int, v: int, mapping: tuple[int | None, ...] | None) -> None:

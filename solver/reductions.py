@@ -96,8 +96,7 @@ def reduce_problem(problem: Problem, passes: tuple[str, ...] = ALL_PASSES,
         stats.append(("after merge-ties", len(graph.alive())))
         _prune_labels(graph, graph.alive())
         if "reparametrize" in passes:
-            for u, v in sorted(graph.tables):
-                graph.reparametrize(u, v)
+            graph.reparametrize_all()
         if "memory" in passes:
             relevant = _memory(graph, problem.memory_limit, fixed)
         else:

@@ -14,6 +14,7 @@ recorded steps, replayed in reverse order.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -185,3 +186,31 @@ class WorkGraph:
             return False
         self.remove_edge(u, v)
         return True
+
+    def reparametrize_all(self) -> None:
+        """:meth:`reparametrize` on every edge, vectorized over the edges of one
+        table shape (each edge's shift depends on its own table only, and the
+        unary shifts add up in any order)."""
+        by_shape: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+        for key in sorted(self.tables):
+            by_shape[self.tables[key].shape].append(key)
+        for keys in by_shape.values():
+            stack = np.stack([self.tables[key] for key in keys])
+            finite = stack < FORBIDDEN
+            rows = np.where(finite, stack, FORBIDDEN).min(axis=2)
+            rows = np.where(rows >= FORBIDDEN, 0, rows)
+            stack = np.where(finite, stack - rows[:, :, None], FORBIDDEN)
+            cols = np.where(finite, stack, FORBIDDEN).min(axis=1)
+            cols = np.where(cols >= FORBIDDEN, 0, cols)
+            stack = np.where(finite, stack - cols[:, None, :], FORBIDDEN)
+            rows_any, cols_any = rows.any(axis=1).tolist(), cols.any(axis=1).tolist()
+            nonzero = stack.reshape(len(keys), -1).any(axis=1).tolist()
+            for i, (u, v) in enumerate(keys):
+                if rows_any[i]:
+                    self.unary[u] = clamp_add(self.unary[u], rows[i])
+                if cols_any[i]:
+                    self.unary[v] = clamp_add(self.unary[v], cols[i])
+                if nonzero[i]:
+                    self.tables[(u, v)] = stack[i]
+                else:
+                    self.remove_edge(u, v)

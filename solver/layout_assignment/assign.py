@@ -282,7 +282,7 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     true_cost_of: dict[str, int] = {}
     built: dict[str, tuple[Module, ScoreResult, list[dict]]] = {}
     for name in sorted(runs, key=lambda k: (fast[k], _ORDER.index(k))):
-        if built and name != "cp-sat" and fast[name] >= min(true_cost_of.values()):
+        if built and fast[name] >= min(true_cost_of.values()):
             true_cost_of[name] = fast[name]
             continue
         chosen = _labels_to_candidates(compiled, runs[name])

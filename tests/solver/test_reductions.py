@@ -186,3 +186,25 @@ def test_project_marks_labels_the_reductions_dropped() -> None:
     assert reduction.postsolve.restore((0, 0)) == (0, 2)
     assert reduction.postsolve.project((1, 2)) == (-1, 0)
     assert reduction.postsolve.project((0, 1)) == (0, -1)
+
+
+def test_reparametrize_all_equals_one_edge_at_a_time() -> None:
+    from solver.workgraph import WorkGraph
+
+    for seed in range(20):
+        rng = np.random.default_rng(500 + seed)
+        raw = random_raw(rng, nodes=10, density=0.5, forbid_pairs=0.2)
+        graphs = [WorkGraph(raw.unary), WorkGraph(raw.unary)]
+        for graph in graphs:
+            for u, v, table in raw.edges:
+                graph.add_table(u, v, np.minimum(np.array(table, np.int64), FORBIDDEN))
+        for u, v in sorted(graphs[0].tables):
+            graphs[0].reparametrize(u, v)
+        graphs[1].reparametrize_all()
+        one, every = graphs
+        assert sorted(one.tables) == sorted(every.tables), seed
+        for key in one.tables:
+            assert np.array_equal(one.tables[key], every.tables[key]), (seed, key)
+        for a, b in zip(one.unary, every.unary):
+            assert np.array_equal(a, b), seed
+        assert one.adj == every.adj, seed

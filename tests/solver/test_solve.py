@@ -157,3 +157,14 @@ def test_a_hint_is_never_lost_when_time_runs_out() -> None:
 def test_hint_of_the_wrong_length_is_rejected() -> None:
     with pytest.raises(ValueError, match="hint has 1 labels"):
         solve(make_problem([[0, 1], [0, 1]]), QUICK, hint=(0,))
+
+
+def test_small_table_level_layout_matches_the_vectorized_one() -> None:
+    from solver.cpsat import _level_layout, _level_layout_small
+
+    rng = np.random.default_rng(9)
+    for _ in range(200):
+        shape = tuple(int(x) for x in rng.integers(1, 8, size=2))
+        table = rng.integers(0, 4, size=shape) * int(rng.integers(1, 50))
+        table[rng.random(shape) < 0.2] = FORBIDDEN
+        assert _level_layout_small(table.tolist()) == _level_layout(table)
