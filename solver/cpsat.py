@@ -62,6 +62,8 @@ class LabelModel:
         self.x: list[list[cp_model.IntVar | None]] = []
         self.hint_values: list[tuple[cp_model.IntVar, int]] = []
         self.objective_terms: list[tuple[cp_model.IntVar, int]] = []
+        #: What :func:`_small_table` found, per distinct small table.
+        self.small_tables: dict[tuple, tuple] = {}
 
 
 class BuildTimeout(Exception):
@@ -127,17 +129,18 @@ SMALL_TABLE = 64
 def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
               hint: tuple[int, ...] | None, deadline: float | None = None) -> None:
     model, xu, xv = built.model, built.x[u], built.x[v]
-    small = table.size <= SMALL_TABLE
-    if small:
-        rows = table.tolist()
-        for a, row in enumerate(rows):
-            if xu[a] is not None and max(row) >= FORBIDDEN:
-                allowed = [xv[b] for b, c in enumerate(row) if c < FORBIDDEN and xv[b] is not None]
-                model.add_bool_or([xu[a].Not()] + allowed)
-        levels = sorted({c for row in rows for c in row if 0 < c < FORBIDDEN})
+    if table.size <= SMALL_TABLE:
+        # Layout assignment repeats the same few small tables thousands of times.
+        key = (table.shape, table.tobytes())
+        known = built.small_tables.get(key)
+        if known is None:
+            known = built.small_tables[key] = _small_table(table)
+        allowed_rows, levels, by_u, by_v = known
+        for a, allowed in allowed_rows:
+            if xu[a] is not None:
+                model.add_bool_or([xu[a].Not()] + [xv[b] for b in allowed if xv[b] is not None])
         if not levels:
             return
-        by_u, by_v = _level_layout_small(rows), _level_layout_small([list(c) for c in zip(*rows)])
     else:
         finite = table < FORBIDDEN
         for a in np.flatnonzero(~finite.all(axis=1)):
@@ -220,6 +223,18 @@ def _level_layout(table: np.ndarray) -> LevelLayout:
     cols_list, levels = cols.tolist(), ranked[rows, cols].tolist()
     starts = [list(zip(cols_list[lo:hi], levels[lo:hi])) for lo, hi in zip(bounds, bounds[1:])]
     return literals, order.tolist(), starts
+
+
+def _small_table(table: np.ndarray) -> tuple[list[tuple[int, list[int]]], list[int],
+                                              LevelLayout, LevelLayout]:
+    """What the model needs of a small table: the allowed columns of each row
+    with a forbidden entry, the positive levels, and both level layouts."""
+    rows = table.tolist()
+    allowed_rows = [(a, [b for b, c in enumerate(row) if c < FORBIDDEN])
+                    for a, row in enumerate(rows) if max(row) >= FORBIDDEN]
+    levels = sorted({c for row in rows for c in row if 0 < c < FORBIDDEN})
+    return (allowed_rows, levels, _level_layout_small(rows),
+            _level_layout_small([list(c) for c in zip(*rows)]))
 
 
 def _level_layout_small(rows: list[list[int]]) -> LevelLayout:

@@ -165,9 +165,15 @@ def make_problem(
             raise ProblemError(
                 f"{what}: table shape {costs.shape} != ({len(nodes[u])}, {len(nodes[v])})"
             )
-        if costs.size and (costs.min() < 0 or costs.max() > FORBIDDEN):
-            raise ProblemError(f"{what}: costs must lie in [0, FORBIDDEN]")
         checked_edges.append(Edge(u, v, costs))
+    # The cost range of all tables at once (one pass instead of two per table);
+    # the first offending table is named.
+    if checked_edges:
+        flat = np.concatenate([e.costs.ravel() for e in checked_edges])
+        if flat.size and (flat.min() < 0 or flat.max() > FORBIDDEN):
+            for k, e in enumerate(checked_edges):
+                if e.costs.size and (e.costs.min() < 0 or e.costs.max() > FORBIDDEN):
+                    raise ProblemError(f"edge {k} ({e.u}, {e.v}): costs must lie in [0, FORBIDDEN]")
 
     checked_ties: list[Tie] = []
     for k, item in enumerate(ties):

@@ -92,12 +92,21 @@ class Postsolve:
         out = []
         for rep in self.core:
             members = members_of[rep]
-            rows = np.ones(len(members[0][1]), bool)
-            for member, column in members:
-                rows &= column == labels[member]
-            hits = np.flatnonzero(rows)
+            if len(members) == 1:
+                member, column = members[0]
+                hits = np.flatnonzero(column == labels[member])
+            else:
+                rows = np.ones(len(members[0][1]), bool)
+                for member, column in members:
+                    rows &= column == labels[member]
+                hits = np.flatnonzero(rows)
             orig = self.orig[rep]
-            current = hits if orig is None else np.flatnonzero(np.isin(orig, hits))
+            if orig is None or not len(hits):
+                current = hits
+            elif len(hits) == 1:
+                current = np.flatnonzero(orig == hits[0])
+            else:
+                current = np.flatnonzero(np.isin(orig, hits))
             out.append(int(current[0]) if len(current) else -1)
         return tuple(out)
 
