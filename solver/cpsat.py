@@ -60,7 +60,13 @@ class LabelModel:
         self.model = cp_model.CpModel()
         # x[n][a]: node n takes label a; None where the label is forbidden.
         self.x: list[list[cp_model.IntVar | None]] = []
-        self.hint_values: list[tuple[cp_model.IntVar, int]] = []
+        # How to hint the auxiliary variables from the labels (see :func:`add_hint`):
+        # level booleans (u, v, table oriented (k_u, k_v), [(level, var)]), pair
+        # booleans (z, u, a, v, b), running memory totals (var, uses starting, uses ending).
+        self.level_vars: list[tuple[int, int, np.ndarray, list[tuple[int, cp_model.IntVar]]]] = []
+        self.pair_vars: list[tuple[cp_model.IntVar, int, int, int, int]] = []
+        self.running_vars: list[tuple[cp_model.IntVar, list[int], list[int]]] = []
+        self.checks: memory_checks.MemoryChecks | None = None
         self.objective_terms: list[tuple[cp_model.IntVar, int]] = []
         #: What :func:`_small_table` found, per distinct small table.
         self.small_tables: dict[tuple, tuple] = {}
@@ -72,7 +78,8 @@ class BuildTimeout(Exception):
 
 def build_model(problem: Problem, hint: tuple[int, ...] | None = None,
                 deadline: float | None = None) -> LabelModel:
-    """Variables, constraints and objective for ``problem``; optional complete hint.
+    """Variables, constraints and objective for ``problem``; optional complete hint
+    (or add it later with :func:`add_hint`).
 
     Raises :class:`BuildTimeout` when ``deadline`` (``time.perf_counter()``) passes.
     """
@@ -90,7 +97,7 @@ def build_model(problem: Problem, hint: tuple[int, ...] | None = None,
 
     # Pairwise tables: level booleans (tight), or pair booleans for huge tables.
     for k, edge in enumerate(problem.edges):
-        _add_edge(built, k, edge.u, edge.v, edge.costs, hint, deadline)
+        _add_edge(built, k, edge.u, edge.v, edge.costs, deadline)
         if deadline is not None and k % 256 == 255 and time.perf_counter() > deadline:
             raise BuildTimeout(f"model building stopped after {k + 1} edges")
 
@@ -104,20 +111,38 @@ def build_model(problem: Problem, hint: tuple[int, ...] | None = None,
         if checks.infeasible_time is not None:
             model.add_bool_or([])  # constant parts alone break the limit
         else:
-            _add_memory(built, checks, hint)
+            _add_memory(built, checks)
 
     model.minimize(cp_model.LinearExpr.weighted_sum(
         [v for v, _ in built.objective_terms], [c for _, c in built.objective_terms]))
     if hint is not None:
-        # Every hinted variable is a fresh (non-negated) one: write the hint in
-        # two bulk appends instead of one call per variable.
-        pairs = [(var.index, int(hint[node] == a)) for node, row in enumerate(built.x)
-                 for a, var in enumerate(row) if var is not None]
-        pairs += [(var.index, int(value)) for var, value in built.hint_values]
-        solution_hint = model.proto.solution_hint
-        solution_hint.vars.extend([i for i, _ in pairs])
-        solution_hint.values.extend([value for _, value in pairs])
+        add_hint(built, hint)
     return built
+
+
+def add_hint(built: LabelModel, hint: tuple[int, ...]) -> None:
+    """A complete hint: the labels, and every auxiliary variable at the value
+    those labels give it. Once per model."""
+    pairs = [(var.index, int(hint[node] == a)) for node, row in enumerate(built.x)
+             for a, var in enumerate(row) if var is not None]
+    for u, v, table, levels in built.level_vars:
+        chosen = int(table[hint[u], hint[v]])
+        pairs.extend((var.index, int(chosen >= level)) for level, var in levels)
+    pairs.extend((z.index, int(hint[u] == a and hint[v] == b))
+                 for z, u, a, v, b in built.pair_vars)
+    if built.running_vars:
+        checks, memory = built.checks, built.problem.memory
+        assert checks is not None
+        running = 0
+        for var, starting, ending in built.running_vars:
+            running += sum(int(checks.extras[i][hint[memory[i].node]]) for i in starting)
+            running -= sum(int(checks.extras[i][hint[memory[i].node]]) for i in ending)
+            pairs.append((var.index, running))
+    # Every hinted variable is a fresh (non-negated) one: write the hint in two
+    # bulk appends instead of one call per variable.
+    solution_hint = built.model.proto.solution_hint
+    solution_hint.vars.extend([i for i, _ in pairs])
+    solution_hint.values.extend([value for _, value in pairs])
 
 
 #: Tables up to this many entries are handled as Python lists: on the small
@@ -127,7 +152,7 @@ SMALL_TABLE = 64
 
 
 def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
-              hint: tuple[int, ...] | None, deadline: float | None = None) -> None:
+              deadline: float | None = None) -> None:
     model, xu, xv = built.model, built.x[u], built.x[v]
     if table.size <= SMALL_TABLE:
         # Layout assignment repeats the same few small tables thousands of times.
@@ -154,7 +179,7 @@ def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
         # Level clauses cost, rows over u or over v: pick the smaller.
         by_u, by_v = _level_layout(table), _level_layout(table.T)
         if min(by_u[0], by_v[0]) > LEVEL_LITERALS_LIMIT:
-            _add_pair_booleans(built, k, u, v, table, costly, hint, deadline)
+            _add_pair_booleans(built, k, u, v, table, costly, deadline)
             return
     _, order, starts = by_u
     if by_v[0] < by_u[0]:
@@ -170,9 +195,7 @@ def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
             model.add_implication(var, previous_var)
         y[level] = var
         previous_level, previous_var = level, var
-    if hint is not None:
-        chosen = int(table[hint[u], hint[v]])
-        built.hint_values.extend((var, int(chosen >= level)) for level, var in y.items())
+    built.level_vars.append((u, v, table, list(y.items())))
     # Row a needs a clause only for the levels that occur in it: a level l between
     # two of its values l0 < l <= l1 follows from the clause of l1 and the ordering.
     for a, row_starts in enumerate(starts):
@@ -188,8 +211,7 @@ def _add_edge(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
 
 
 def _add_pair_booleans(built: LabelModel, k: int, u: int, v: int, table: np.ndarray,
-                       costly: np.ndarray, hint: tuple[int, ...] | None,
-                       deadline: float | None) -> None:
+                       costly: np.ndarray, deadline: float | None) -> None:
     """One boolean per costly pair: z -> chosen pair (a, b) costs M[a, b]."""
     model, xu, xv = built.model, built.x[u], built.x[v]
     for count, (a, b) in enumerate(zip(*np.nonzero(costly))):
@@ -200,8 +222,7 @@ def _add_pair_booleans(built: LabelModel, k: int, u: int, v: int, table: np.ndar
         z = model.new_bool_var("")
         model.add_bool_or([xu[a].Not(), xv[b].Not(), z])
         built.objective_terms.append((z, int(table[a, b])))
-        if hint is not None:
-            built.hint_values.append((z, int(hint[u] == a and hint[v] == b)))
+        built.pair_vars.append((z, u, int(a), v, int(b)))
 
 
 #: Level-clause layout of a table with rows over its first axis: the literal
@@ -268,8 +289,7 @@ def _add_tie(built: LabelModel, u: int, v: int, mapping: tuple[int | None, ...] 
             model.add_bool_or([var.Not()] + sources)
 
 
-def _add_memory(built: LabelModel, checks: memory_checks.MemoryChecks,
-                hint: tuple[int, ...] | None) -> None:
+def _add_memory(built: LabelModel, checks: memory_checks.MemoryChecks) -> None:
     model, problem = built.model, built.problem
     count = len(checks.times)
     if count == 0:
@@ -318,20 +338,15 @@ def _add_memory(built: LabelModel, checks: memory_checks.MemoryChecks,
                 model.add(sum(terms[i] for i in sorted(live)) <= int(checks.caps[j]))
         return
     # Running total: m[j] is the live extra at check j.
+    built.checks = checks
     running = None
-    running_value = 0
     live_width = 0
     for j in range(count):
         live_width += sum(widest[i] for i in starting[j]) - sum(widest[i] for i in ending[j])
         m = model.new_int_var(0, max(0, min(int(checks.caps[j]), live_width)), f"m{j}")
         change = sum(terms[i] for i in starting[j]) - sum(terms[i] for i in ending[j])
         model.add(m == (change if running is None else running + change))
-        if hint is not None:
-            running_value += sum(int(checks.extras[i][hint[problem.memory[i].node]])
-                                 for i in starting[j])
-            running_value -= sum(int(checks.extras[i][hint[problem.memory[i].node]])
-                                 for i in ending[j])
-            built.hint_values.append((m, running_value))
+        built.running_vars.append((m, starting[j], ending[j]))
         running = m
 
 

@@ -168,3 +168,40 @@ def test_small_table_level_layout_matches_the_vectorized_one() -> None:
         table = rng.integers(0, 4, size=shape) * int(rng.integers(1, 50))
         table[rng.random(shape) < 0.2] = FORBIDDEN
         assert _level_layout_small(table.tolist()) == _level_layout(table)
+
+
+@pytest.mark.parametrize("form", ["levels", "pairs-and-running-totals"])
+def test_hint_is_a_feasible_point_of_the_model_at_its_cost(form: str, monkeypatch) -> None:
+    """Every hinted variable fixed to its hinted value leaves the model feasible with
+    the hint's cost as objective: the hint of the auxiliary variables is right."""
+    from ortools.sat.python import cp_model
+
+    from solver import cpsat
+
+    if form != "levels":
+        monkeypatch.setattr(cpsat, "SMALL_TABLE", 0)
+        monkeypatch.setattr(cpsat, "LEVEL_LITERALS_LIMIT", 0)
+        monkeypatch.setattr(cpsat, "DIRECT_MEMORY_TERMS", 0)
+        monkeypatch.setattr(cpsat, "LABEL_ROW_TERMS", 0)
+    checked, forms = 0, set()
+    for seed in range(40):
+        rng = np.random.default_rng(4000 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(3, 9)), memory=True, ties=0)
+        want = brute_force(raw)
+        if want is None:
+            continue
+        problem = build(raw)
+        built = cpsat.build_model(problem)
+        cpsat.add_hint(built, want[1])
+        forms.update(name for name, used in [("levels", built.level_vars), ("pairs", built.pair_vars),
+                                             ("running", built.running_vars)] if used)
+        proto = built.model.proto
+        for index, value in zip(list(proto.solution_hint.vars), list(proto.solution_hint.values)):
+            built.model.add(built.model.get_int_var_from_proto_index(index) == value)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        assert solver.solve(built.model) == cp_model.OPTIMAL, seed
+        assert round(solver.objective_value) == want[0], seed
+        checked += 1
+    assert checked >= 15
+    assert forms == ({"levels"} if form == "levels" else {"pairs", "running"})
