@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
-from solver import cpsat, lns
-from solver.flat import Flat
+from solver import cpsat, lns, quick
 from solver.heuristics import heuristic
 from solver.options import SolveOptions
 from solver.problem import (
@@ -48,26 +45,12 @@ def _feasible_cost(problem: Problem, labels: tuple[int, ...]) -> int | None:
 
 
 def quick_answer(problem: Problem) -> tuple[tuple[int, ...], int] | None:
-    """A feasible answer in a few vectorized passes, or ``None``.
-
-    Each node's smallest-usage label (cheapest on ties), repaired until memory
-    fits, then a few sweeps of memory-safe descent; checked exactly. Needs no
-    reduction (ties make it give up: :class:`~solver.flat.Flat` needs them merged).
-    """
-    if problem.ties or problem.num_nodes == 0:
+    """A feasible answer in a few vectorized passes on the unreduced problem, or
+    ``None`` (see :func:`solver.quick.quick_answer`: functional chains move as one).
+    Problems with ties wait for the reductions, which merge them exactly."""
+    if problem.ties:
         return None
-    flat = Flat(problem)
-    if flat.limited:
-        start = flat.smallest_usage()
-    else:
-        start, _ = flat.segment_argmin(flat.unary, np.arange(flat.n))
-    labels, fits = flat.repair(start)
-    if not fits:
-        return None
-    labels = flat.icm(labels, hard_memory=flat.limited, sweeps=4)
-    answer = tuple(int(x) for x in labels)
-    cost = _feasible_cost(problem, answer)
-    return None if cost is None else (answer, cost)
+    return quick.quick_answer(problem)
 
 
 def _projected_hint(core: Problem, postsolve, hint, fill: tuple[int, ...] | None = None
