@@ -6,6 +6,10 @@ contest's time limit (60 s by default). The table goes to the "Solver core
 file beside it.
 
     python3 bench/iopddl.py [--time-limit 60] [--only B,G] [--no-write]
+    python3 bench/iopddl.py --first-only [--only A,K]   # only the quick first answer
+
+``--first-only`` times :func:`solver.solve.quick_answer` alone (the first answer of
+large problems) and prints its cost; it writes nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +55,19 @@ def run_one(path: Path, time_limit: float, deterministic: bool) -> dict:
         "timings_ms": dict(result.timings_ms),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def first_one(path: Path) -> dict:
+    """The quick first answer alone (called in the subprocess)."""
+    sys.path.insert(0, str(REPO))
+    from solver.iopddl import read_instance
+    from solver.solve import quick_answer
+
+    problem = read_instance(path)
+    began = time.perf_counter()
+    got = quick_answer(problem)
+    return {"nodes": problem.num_nodes, "edges": len(problem.edges),
+            "first_s": time.perf_counter() - began, "cost": None if got is None else got[1]}
 
 
 def published() -> dict[str, dict[str, int | None]]:
@@ -133,13 +150,35 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--deterministic", action="store_true",
                         help="interleaved (reproducible) CP-SAT search; slower to improve")
+    parser.add_argument("--first-only", action="store_true",
+                        help="time only the quick first answer; writes nothing")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_one(Path(args.one), args.time_limit, args.deterministic)))
+        print(json.dumps(first_one(Path(args.one)) if args.first_only
+                         else run_one(Path(args.one), args.time_limit, args.deterministic)))
         return
     wanted = {x.strip() for x in args.only.split(",") if x.strip()}
     files = sorted(DATA.glob("asplos-2025-iopddl-*.json.gz"))
+    if args.first_only:
+        pub = published()
+        print("| instance | nodes | edges | first answer s | cost | winner | ratio |")
+        print("|---|---|---|---|---|---|---|")
+        for path in files:
+            name = path.name.removeprefix("asplos-2025-iopddl-").removesuffix(".json.gz")
+            if wanted and name not in wanted:
+                continue
+            proc = subprocess.run([sys.executable, __file__, "--one", str(path), "--first-only"],
+                                  capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                print(f"| {name} | error: {(proc.stderr.strip().splitlines() or ['?'])[-1]} |")
+                continue
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            winner = pub.get(name, {}).get("team01")
+            print(f"| {name} | {r['nodes']} | {r['edges']} | {r['first_s']:.2f} | "
+                  f"{r['cost'] if r['cost'] is not None else 'none'} | {winner or ''} | "
+                  f"{ratio(r['cost'], winner)} |", flush=True)
+        return
     out_json = REPO / "bench" / "iopddl_results.json"
     # With --only, re-run those instances and keep the other rows of the last run.
     results: dict[str, dict] = (json.loads(out_json.read_text())

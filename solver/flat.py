@@ -3,7 +3,7 @@
 Python loops over 40k-node problems cost about a second per sweep; here every
 label of every node is one entry of a flat array (node ``n``'s labels at
 ``off[n]:off[n+1]``), every table entry one entry of another, and a sweep of
-coordinate descent (ICM) is a few numpy calls per colour class of a greedy
+coordinate descent (ICM) is a few numpy calls per colour class of a
 colouring: nodes of one class share no edge, so they can all move at once and
 each move is exact given the others.
 
@@ -63,7 +63,7 @@ class Flat:
         self.h_other = np.concatenate([self.ev[e_u], self.eu[e_v]])
         self.h_stride = np.concatenate([np.ones(len(e_u), np.int64), kv[e_v]])
         self._memory(problem)
-        self._colour()
+        self._classes: list[tuple[np.ndarray, np.ndarray]] | None = None
 
     # -- memory -------------------------------------------------------------
     def _memory(self, problem: Problem) -> None:
@@ -123,19 +123,23 @@ class Flat:
         source = self.h_base[select] + labels[self.h_other[select]] * self.h_stride[select]
         return self.unary + np.bincount(self.h_target[select], self.tables[source], self.size)
 
-    def _colour(self) -> None:
-        """Colour classes (:func:`colour`); per class its nodes and half-edge entries."""
-        n = self.n
-        colour = colour_nodes(n, self.eu, self.ev)
-        self.colour = colour
-        target_colour = colour[self.node_of[self.h_target]] if len(self.h_target) else colour[:0]
-        order = np.argsort(target_colour, kind="stable")
-        bounds = np.searchsorted(target_colour[order], np.arange(colour.max(initial=-1) + 2))
-        self.classes = []
-        for c in range(int(colour.max(initial=-1)) + 1):
-            nodes = np.flatnonzero((colour == c) & (self.k > 1))
-            if nodes.size:
-                self.classes.append((nodes, order[bounds[c]:bounds[c + 1]]))
+    @property
+    def classes(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Colour classes (:func:`colour_nodes`): per class its nodes with two or more
+        labels and the half-edge entries aimed at them (built on first use)."""
+        if self._classes is None:
+            colour = colour_nodes(self.n, self.eu, self.ev)
+            self._classes = []
+            # Small integer keys: numpy's stable sort is a radix sort then.
+            small = colour.astype(np.int16) if colour.max(initial=0) < 2**15 else colour
+            target_colour = small[self.node_of[self.h_target]]
+            order = np.argsort(target_colour, kind="stable")
+            bounds = np.searchsorted(target_colour[order], np.arange(colour.max(initial=-1) + 2))
+            for c in range(int(colour.max(initial=-1)) + 1):
+                nodes = np.flatnonzero((colour == c) & (self.k > 1))
+                if nodes.size:
+                    self._classes.append((nodes, order[bounds[c]:bounds[c + 1]]))
+        return self._classes
 
     def segment_argmin(self, values: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray,
                                                                              np.ndarray]:

@@ -324,6 +324,8 @@ class Descent:
         for c, cls in enumerate(groups.classes):
             colour[cls] = c
         half_colour = np.where(outside[edge_of_half], colour[half_group], -1)
+        if len(groups.classes) < 2**15 - 1:
+            half_colour = half_colour.astype(np.int16)  # a radix sort below
         order = np.argsort(half_colour, kind="stable")
         bounds = np.searchsorted(half_colour[order], np.arange(len(groups.classes) + 1))
         self.steps = []
@@ -333,29 +335,51 @@ class Descent:
             # Position of each entry's row within ``rows``.
             where = np.repeat(np.arange(len(rows)), np.repeat(groups.size[cls], groups.rows[cls]))
             seg = np.cumsum(groups.rows[cls]) - groups.rows[cls]
-            self.steps.append((cls, order[bounds[c]:bounds[c + 1]], rows, entries, where, seg))
+            step = [cls, order[bounds[c]:bounds[c + 1]], rows, entries, where, seg, None, None]
+            if flat.limited:
+                # The usage entries (one per use and label) of the class's members.
+                members = groups.members[ranges(groups.moff[cls], groups.size[cls])]
+                mine = np.zeros(flat.n, bool)
+                mine[members] = True
+                uses = np.flatnonzero(mine[flat.u_node])
+                counts = np.diff(flat.u_off)[uses]
+                step[6] = ranges(flat.u_off[uses], counts)
+                step[7] = np.repeat(uses, counts)
+            self.steps.append(tuple(step))
         # Uses of each group's members.
         if flat.limited:
             use_group = groups.group[flat.u_node]
             self.use_order = np.argsort(use_group, kind="stable")
             self.use_off = np.searchsorted(use_group[self.use_order], np.arange(groups.count + 1))
 
-    def run(self, sweeps: int) -> np.ndarray:
+    def run(self, sweeps: int, extra: np.ndarray | None = None, tolerance: float = 1e-4
+            ) -> np.ndarray:
+        """Up to ``sweeps`` sweeps on cost plus ``extra`` per flat label; stops early
+        when a sweep gains less than ``tolerance`` of the current value."""
         groups, flat = self.groups, self.flat
+        blocked_label = np.zeros(flat.size, bool)
+        total = flat.cost(self.labels)
+        if extra is not None:
+            total += float(extra[flat.off[:-1] + self.labels].sum())
         for _ in range(sweeps):
-            moved = 0
+            gained = 0.0
             room = None
             if self.load is not None:
                 room = flat.limit - _range_max(self.load, flat.u_lo, flat.u_hi)
-            for cls, halves, rows, entries, where, seg in self.steps:
+            for cls, halves, rows, entries, where, seg, use_entries, use_of in self.steps:
                 local = flat.local(self.labels, halves)
+                if extra is not None:
+                    local += extra
                 value = groups.inner[rows] + np.bincount(where, local[groups.entry[entries]],
                                                          len(rows))
-                if room is not None:
-                    grow = flat._use_delta(self.labels)
-                    too_big = grow > np.repeat(room, np.diff(flat.u_off)) + 1e-6
-                    bad = np.bincount(flat.u_pos[too_big], minlength=flat.size)
-                    blocked = np.bincount(where, bad[groups.entry[entries]], len(rows)) > 0
+                if room is not None and len(use_entries):
+                    now = flat.u_usage[flat.u_off[use_of] + self.labels[flat.u_node[use_of]]]
+                    too_big = flat.u_usage[use_entries] - now > room[use_of] + 1e-6
+                    bad = flat.u_pos[use_entries[too_big]]
+                    blocked_label[bad] = True
+                    blocked = np.bincount(where, blocked_label[groups.entry[entries]],
+                                          len(rows)) > 0
+                    blocked_label[bad] = False
                     value = np.where(blocked, BAD * 4, value)
                 best, best_value = groups.best_rows(value, cls)
                 current = value[seg + (self.row[cls] - groups.roff[cls])]
@@ -363,12 +387,14 @@ class Descent:
                 better = gain > 1e-9 * np.abs(current) + 1e-9
                 if not better.any():
                     continue
-                movers, targets = cls[better], best[better]
+                movers, targets, gain = cls[better], best[better], gain[better]
                 if self.load is not None:
-                    movers, targets = self._fit(movers, targets, gain[better])
+                    accept = self._fit(movers, targets, gain)
+                    movers, targets, gain = movers[accept], targets[accept], gain[accept]
                 self._move(movers, targets)
-                moved += len(movers)
-            if not moved:
+                gained += float(gain.sum())
+            total -= gained
+            if gained <= tolerance * abs(total):
                 break
         return self.labels
 
@@ -381,9 +407,8 @@ class Descent:
         node = flat.node_of[label]
         self.labels[node] = label - flat.off[node]
 
-    def _fit(self, movers: np.ndarray, targets: np.ndarray, gain: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
-        """The moves that keep memory within the limit; updates the load."""
+    def _fit(self, movers: np.ndarray, targets: np.ndarray, gain: np.ndarray) -> np.ndarray:
+        """Which moves keep memory within the limit (a mask); updates the load."""
         groups, flat = self.groups, self.flat
         counts = self.use_off[movers + 1] - self.use_off[movers]
         uses = self.use_order[ranges(self.use_off[movers], counts)]
@@ -422,7 +447,7 @@ class Descent:
                     load[lo[i]:hi[i]] -= delta[i]
             else:
                 accept[j] = True
-        return movers[accept], targets[accept]
+        return accept
 
 
 def quick_answer(problem: Problem, sweeps: int = 8) -> tuple[tuple[int, ...], int] | None:
