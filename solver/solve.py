@@ -9,6 +9,7 @@ must agree with the reduced objective; a disagreement is a bug and raises
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from solver import cpsat, lns, quick
 from solver.heuristics import heuristic
@@ -16,7 +17,7 @@ from solver.options import SolveOptions
 from solver.problem import (
     FORBIDDEN, Problem, Solution, Status, evaluate, memory_feasible, peak_memory,
 )
-from solver.reductions import reduce_problem
+from solver.reductions import Reduction, reduce_problem
 
 
 #: Above this many labels in the reduced problem, CP-SAT works on windows
@@ -75,8 +76,46 @@ def trivial_bound(problem: Problem) -> int:
     return min(total, FORBIDDEN)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Prepared:
+    """The part of a solve that needs no start: the reductions and, when the
+    reduced problem is modelled whole, its CP-SAT model (not yet hinted).
+
+    Made by :func:`prepare` (CP-SAT releases the GIL, so this can run in a
+    thread while another solve searches) and consumed by one :func:`solve`.
+    """
+
+    problem: Problem
+    reduction: Reduction
+    model: cpsat.LabelModel | None
+    timings_ms: tuple[tuple[str, float], ...]
+
+
+def _modelled_whole(core: Problem) -> bool:
+    return (sum(len(u) for u in core.unary) <= FULL_MODEL_LABELS
+            and max(map(len, core.unary), default=0) <= FULL_MODEL_NODE_LABELS)
+
+
+def prepare(problem: Problem, options: SolveOptions = SolveOptions()) -> Prepared:
+    """Reduce ``problem`` and build its model, within ``options.time_limit``."""
+    began = time.perf_counter()
+    reduction = reduce_problem(problem, options.passes, began + 0.3 * options.time_limit)
+    reduced = time.perf_counter()
+    timings = [("reduce", round((reduced - began) * 1000, 3))]
+    model = None
+    core = reduction.problem
+    if core is not None and core.num_nodes and _modelled_whole(core):
+        try:
+            model = cpsat.build_model(core, None, began + options.time_limit)
+        except cpsat.BuildTimeout:
+            model = None
+        timings.append(("build", round((time.perf_counter() - reduced) * 1000, 3)))
+    return Prepared(problem, reduction, model, tuple(timings))
+
+
 def solve(problem: Problem, options: SolveOptions = SolveOptions(),
-          hint: tuple[int, ...] | list[int] | None = None) -> Solution:
+          hint: tuple[int, ...] | list[int] | None = None,
+          prepared: Prepared | None = None) -> Solution:
     """Solve ``problem`` within ``options.time_limit`` seconds (wall clock).
 
     ``hint``: a known assignment of ``problem`` (one label per node), carried
@@ -86,6 +125,8 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
     as much. Otherwise its expressible part, completed by the heuristic's
     answer, is the start if that is cheaper.
     """
+    if prepared is not None and prepared.problem is not problem:
+        raise ValueError("prepared for another problem")
     if hint is not None and len(hint) != problem.num_nodes:
         raise ValueError(f"hint has {len(hint)} labels, the problem {problem.num_nodes} nodes")
     began = time.perf_counter()
@@ -120,8 +161,12 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
                         peak_memory=peak_memory(problem, quick[0]), timings_ms=tuple(timings),
                         first_solution_ms=first_ms)
 
-    reduction = reduce_problem(problem, options.passes, began + 0.3 * options.time_limit)
-    mark = lap("reduce", mark)
+    if prepared is None:
+        reduction = reduce_problem(problem, options.passes, began + 0.3 * options.time_limit)
+        mark = lap("reduce", mark)
+    else:
+        reduction = prepared.reduction
+        timings.extend(prepared.timings_ms)
     if reduction.problem is None:
         if quick is not None:
             raise SolveError("reductions proved infeasible a problem with a known solution")
@@ -165,8 +210,7 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
 
     status, bound, raw_status = Status.OPTIMAL, best_cost, None
     built = None
-    if best is not None and (sum(len(u) for u in core.unary) > FULL_MODEL_LABELS
-                             or max(map(len, core.unary), default=0) > FULL_MODEL_NODE_LABELS):
+    if best is not None and not _modelled_whole(core):
         # Too large to model whole in time: CP-SAT on windows, the rest fixed.
         improved, _ = lns.improve(core, best, deadline, options)
         cost = _feasible_cost(core, improved)
@@ -176,6 +220,11 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
         mark = lap("window-search", mark)
         bound = trivial_bound(core)
         status = Status.OPTIMAL if bound >= best_cost else Status.FEASIBLE
+    elif core.num_nodes and prepared is not None and prepared.model is not None:
+        built = prepared.model
+        if best is not None:
+            cpsat.add_hint(built, best)
+        mark = lap("add-hint", mark)
     elif core.num_nodes:
         try:
             built = cpsat.build_model(core, best, deadline)

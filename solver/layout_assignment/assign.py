@@ -2,10 +2,12 @@
 
 ``assign``: layout graph -> candidates -> labeling problem -> baselines
 (all-default, greedy) -> CP-SAT (through :func:`solver.solve.solve`) on the
-per-use model -> the same on the relaxed problem, whose bound is a lower bound
-on the *true* cost (the rewritten module scored, where one copy serves every use
-of a value in a layout; see :mod:`.compile`) -> local search on the true cost
-(:mod:`.shared_copies`) -> the best answer by true cost -> rewrite -> verify.
+per-use model -> local search on the *true* cost (the rewritten module scored,
+where one copy serves every use of a value in a layout; see :mod:`.compile` and
+:mod:`.shared_copies`) from the best answer so far -> CP-SAT on the exact
+shared-copy problem (:mod:`.exact`; reduced and modelled in a thread during the
+per-use solve), started from that answer -> if not proven, the relaxed problem
+for a bound -> the best answer by true cost -> rewrite -> verify.
 ``status`` is ``OPTIMAL`` only when that true cost equals the bound: every
 claim is about the true cost, over the candidate layouts considered.
 
@@ -17,6 +19,7 @@ duplicates and no-op copies included; bitcast transposes/reshapes are free.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from hlo.ir import Module
@@ -40,9 +43,9 @@ from solver.layout_assignment.exact import exact_labels, exact_problem
 from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.shared_copies import improve, true_cost
 from solver.options import SolveOptions
-from solver.problem import Status
+from solver.problem import Problem, Status
 from solver.problem import evaluate as evaluate_labels
-from solver.solve import solve, trivial_bound
+from solver.solve import Prepared, prepare, solve, trivial_bound
 
 __all__ = ["AssignResult", "ScoreResult", "assign", "score", "AssignmentError"]
 
@@ -189,6 +192,14 @@ def _solve_options(options: AssignOptions, time_limit: float) -> SolveOptions:
                         presolve="light")
 
 
+def _prepare_exact(compiled: Compiled, options: SolveOptions) -> tuple[Problem, Prepared, float]:
+    """The exact shared-copy problem, prepared for its solve, and the ms it took to state it."""
+    began = time.perf_counter()
+    exact = exact_problem(compiled)
+    stated = round((time.perf_counter() - began) * 1000, 3)
+    return exact, prepare(exact, options), stated
+
+
 def _labels_to_candidates(compiled: Compiled, labels) -> list[Candidate]:
     return [compiled.candidates[i][int(l)] for i, l in enumerate(labels)]
 
@@ -225,30 +236,37 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     def budget(share: float) -> float:
         return max(0.05, (deadline - time.monotonic()) * share)
 
-    solution = solve(problem, _solve_options(options, budget(0.4)))
-    lap("solve")
-    timings.update({f"solve.{k}": v for k, v in solution.timings_ms})
-    if solution.labels is None:
-        raise AssignmentError(f"no layout assignment meets the hard rules: {solution.message}")
-    runs["cp-sat"] = solution.labels
-    model_cost["cp-sat"] = solution.objective
     # The true cost (copies shared by their uses) as a problem of its own: its optimum is
-    # the true optimum and its proven bound a bound on the true cost. When it is not
-    # proven, the relaxed problem (a shared copy charged 1/n to each of its n possible
-    # uses), about as easy as the model, may prove more.
-    # The best answer so far by true cost, improved by local search, starts the
-    # exact solve (whose heuristic alone starts far worse on large modules).
-    fast = {k: true_cost(compiled, v) for k, v in runs.items()}
-    start = min(runs, key=lambda k: (fast[k], _ORDER.index(k)))
-    improved, moves = improve(compiled, runs[start])
-    if moves:
-        runs["local-search"] = improved
-        fast["local-search"] = true_cost(compiled, improved)
-    lap("local_search")
-    exact = exact_problem(compiled)
-    lap("exact_build")
+    # the true optimum and its proven bound a bound on the true cost. Its reductions and
+    # model need no start, so they are made in a thread while CP-SAT (which releases the
+    # GIL) solves the per-use model.
+    # The per-use model is prepared first: its Python work would otherwise compete
+    # with the thread's for the GIL.
+    per_use = _solve_options(options, budget(0.4))
+    per_use_prepared = prepare(problem, per_use)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.submit(_prepare_exact, compiled, _solve_options(options, budget(1.0)))
+        solution = solve(problem, per_use, prepared=per_use_prepared)
+        lap("solve")
+        timings.update({f"solve.{k}": v for k, v in solution.timings_ms})
+        if solution.labels is None:
+            raise AssignmentError(f"no layout assignment meets the hard rules: {solution.message}")
+        runs["cp-sat"] = solution.labels
+        model_cost["cp-sat"] = solution.objective
+        # The best answer so far by true cost, improved by local search, starts the
+        # exact solve (whose heuristic alone starts far worse on large modules).
+        fast = {k: true_cost(compiled, v) for k, v in runs.items()}
+        start = min(runs, key=lambda k: (fast[k], _ORDER.index(k)))
+        improved, moves = improve(compiled, runs[start])
+        if moves:
+            runs["local-search"] = improved
+            fast["local-search"] = true_cost(compiled, improved)
+        lap("local_search")
+        exact, prepared, exact_ms = ahead.result()
+    lap("exact_wait")
+    timings["exact_build"] = exact_ms
     exact_solution = solve(exact, _solve_options(options, budget(0.75)),
-                           hint=exact_labels(exact, improved))
+                           hint=exact_labels(exact, improved), prepared=prepared)
     lap("exact")
     timings.update({f"exact.{k}": v for k, v in exact_solution.timings_ms})
     n = problem.num_nodes

@@ -205,3 +205,22 @@ def test_hint_is_a_feasible_point_of_the_model_at_its_cost(form: str, monkeypatc
         checked += 1
     assert checked >= 15
     assert forms == ({"levels"} if form == "levels" else {"pairs", "running"})
+
+
+def test_prepared_solve_matches_brute_force_and_the_plain_solve() -> None:
+    from solver.solve import prepare
+
+    for seed in range(25):
+        rng = np.random.default_rng(5000 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(2, 9)), memory=seed % 2 == 0,
+                         ties=int(rng.integers(0, 3)))
+        want = brute_force(raw)
+        problem = build(raw)
+        got = solve(problem, QUICK, prepared=prepare(problem, QUICK))
+        if want is None:
+            assert got.status == Status.INFEASIBLE, seed
+            continue
+        assert got.status == Status.OPTIMAL and got.objective == want[0], seed
+        assert got.labels == solve(problem, QUICK).labels, seed
+    with pytest.raises(ValueError, match="another problem"):
+        solve(build(raw), QUICK, prepared=prepare(problem, QUICK))
