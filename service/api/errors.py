@@ -61,14 +61,36 @@ def error_body(kind: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"type": kind, "message": message, **{k: v for k, v in extra.items() if v is not None}}
 
 
+_PLAIN_TAGS = {"str", "int", "float", "bool", "dict", "list", "none"}
+
+
+def _union_tag(part: str) -> bool:
+    """Whether a location part names a union member (``str``, ``dict[str,any]``, a model
+    class) rather than a field: request fields are snake_case, never these."""
+    return (part in _PLAIN_TAGS or "[" in part or part[:1].isupper()
+            or part.startswith("function-"))
+
+
 def validation_body(errors: Iterable[dict[str, Any]], drop: tuple[str, ...] = ("body", "query")) -> dict[str, Any]:
-    """422 body from pydantic errors; ``field`` is the dotted location of the first one."""
-    details = []
+    """422 body from pydantic errors; ``field`` is the dotted location of the first one.
+
+    The members of a union fail one by one (``target`` is a name or an object): their
+    errors become one detail on the field itself, the alternatives joined by "or".
+    """
+    details: list[dict[str, str]] = []
+    by_field: dict[str, dict[str, str]] = {}
     for err in errors:
         loc = [str(part) for part in err.get("loc", ())]
         if loc and loc[0] in drop:
             loc = loc[1:]
-        details.append({"field": ".".join(loc) or "body", "message": err.get("msg", "invalid")})
+        field = ".".join(part for part in loc if not _union_tag(part)) or "body"
+        message = err.get("msg", "invalid")
+        if field in by_field:
+            if message not in by_field[field]["message"]:
+                by_field[field]["message"] += f", or {message[0].lower()}{message[1:]}"
+            continue
+        by_field[field] = {"field": field, "message": message}
+        details.append(by_field[field])
     if not details:
         details.append({"field": "body", "message": "invalid request"})
     first = details[0]

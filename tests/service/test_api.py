@@ -173,6 +173,17 @@ def test_invalid_target_is_422_naming_target(client: httpx.Client, target: objec
     assert r.json()["type"] == "invalid_target" and r.json()["field"] == "target"
 
 
+@pytest.mark.parametrize("target", [123, [1], None])
+def test_wrong_typed_target_is_one_error_on_target(client: httpx.Client, target: object) -> None:
+    # The union's members (a name, an object) fail together: one detail, on ``target``.
+    r = client.post("/v1/assign", json={"hlo": EXAMPLE_HLO, "target": target})
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["type"] == "invalid_request" and body["field"] == "target"
+    assert [d["field"] for d in body["details"]] == ["target"]
+    assert "string" in body["message"] and "dictionary" in body["message"]
+
+
 def test_inline_target_is_validated_by_the_target_loader(client: httpx.Client) -> None:
     import tomllib
     from importlib import resources
