@@ -90,8 +90,7 @@ def _run_passes(
 ) -> tuple[Module, list[str], list[str], list[tuple[str, float]]]:
     """``normalize``: apply the passes in order; the module, the passes' full names, notes
     about reduces left as they were, and the time of each pass."""
-    from hlo.passes import PASSES, pass_names
-    from hlo.passes.normalize_reductions import normalize_reductions_with_notes
+    from hlo.passes import apply_pass, pass_names
 
     names = pass_names([p.value for p in passes])
     notes: list[str] = []
@@ -99,11 +98,8 @@ def _run_passes(
     try:
         for name in names:
             clock = time.perf_counter()
-            if name == "normalize-reductions":
-                module, skipped = normalize_reductions_with_notes(module)
-                notes.extend(f"reduce left as it is: {s}" for s in skipped)
-            else:
-                module = PASSES[name](module)
+            module, noted = apply_pass(module, name)
+            notes.extend(str(note) for note in noted)
             timings.append((name, round((time.perf_counter() - clock) * 1000.0, 3)))
     except HloError as exc:
         raise _fail(exc) from exc

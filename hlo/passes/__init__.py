@@ -10,13 +10,15 @@
   edges (:mod:`hlo.passes.normalize_layouts`).
 
 ``run_passes(module, ["normalize-layouts", "normalize-reductions"])`` applies
-them in the order given. ``passes_for_target(target)`` says which ones a
+them in the order given; ``apply_pass(module, name)`` applies one and also
+returns its notes (what it had to leave as it was, and why). ``passes_for_target(target)`` says which ones a
 target's rules ask for after layout assignment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from hlo.errors import HloError
@@ -26,6 +28,7 @@ from hlo.ir import Module
 from hlo.passes.group_reductions import group_reductions as _group_reductions
 from hlo.passes.normalize_layouts import normalize_layouts as _normalize_layouts
 from hlo.passes.normalize_reductions import normalize_reductions as _normalize_reductions
+from hlo.passes.normalize_reductions import normalize_reductions_with_notes
 
 Pass = Callable[[Module], Module]
 
@@ -44,6 +47,30 @@ ALIASES: Final[dict[str, str]] = {
     "grouping": "group-reductions",
     "layouts": "normalize-layouts",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class PassNote:
+    """An instruction a pass left as it was, and why."""
+
+    computation: str
+    instruction: str
+    reason: str
+    #: What kind of instruction (``reduce``), for messages.
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} left as it is: {self.computation}/{self.instruction}: {self.reason}"
+
+
+def apply_pass(module: Module, name: str) -> tuple[Module, tuple[PassNote, ...]]:
+    """Apply one pass (canonical or short name) and return its notes."""
+    (name,) = pass_names([name])
+    if name == "normalize-reductions":
+        module, skipped = normalize_reductions_with_notes(module)
+        return module, tuple(PassNote(s.computation, s.instruction, s.reason, "reduce")
+                             for s in skipped)
+    return PASSES[name](module), ()
 
 
 class PassError(HloError):
@@ -73,7 +100,7 @@ def run_passes(module: Module, names: str | Sequence[str], *, verify: bool = Fal
     and the layout verifier run after every pass (a failure raises :class:`PassError`
     naming the pass)."""
     for name in pass_names(names):
-        module = PASSES[name](module)
+        module, _ = apply_pass(module, name)
         if verify:
             _verify(module, name)
     return module

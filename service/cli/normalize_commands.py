@@ -20,8 +20,7 @@ from hlo.errors import HloError
 from hlo.ir import Module
 from hlo.layout_verifier import verify_layouts
 from hlo.parser import parse_module, read_text
-from hlo.passes import DEFAULT_PASSES, PASSES, PassError, pass_names
-from hlo.passes.normalize_reductions import normalize_reductions_with_notes
+from hlo.passes import DEFAULT_PASSES, PASSES, PassError, apply_pass, pass_names
 from hlo.printer import print_module
 from hlo.verifier import collect_errors
 
@@ -82,12 +81,9 @@ def register(app: typer.Typer) -> None:
                     typer.echo(_located(err, source, text), err=True)
                 raise typer.Exit(code=2)
             for name in names:
-                if name == "normalize-reductions":
-                    module, skipped = normalize_reductions_with_notes(module)
-                    for note in skipped:
-                        typer.echo(f"{source}: note: reduce left as it is: {note}", err=True)
-                else:
-                    module = PASSES[name](module)
+                module, noted = apply_pass(module, name)
+                for note in noted:
+                    typer.echo(f"{source}: note: {note}", err=True)
                 if verify and not _verified(module, name, source):
                     raise typer.Exit(code=1)
         except HloError as e:

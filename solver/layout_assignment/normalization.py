@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hlo.ir import Module
-from hlo.passes import PASSES, pass_names, passes_for_target
-from hlo.passes.normalize_reductions import non_canonical_reduces, normalize_reductions_with_notes
+from hlo.passes import apply_pass, pass_names, passes_for_target
+from hlo.passes.normalize_reductions import non_canonical_reduces
 from hlo.target import Target
 
 __all__ = ["NOTHING_NORMALIZED", "Normalization", "normalization_passes", "normalize"]
@@ -59,12 +59,9 @@ def normalize(module: Module, names: tuple[str, ...]) -> tuple[Module, Normaliza
     normalized: list[tuple[str, str]] = []
     left: list[tuple[str, str, str]] = []
     for name in names:
-        if name == "normalize-reductions":
-            before = non_canonical_reduces(module)
-            module, skipped = normalize_reductions_with_notes(module)
-            kept = {(s.computation, s.instruction) for s in skipped}
-            normalized.extend(r for r in before if r not in kept and r not in normalized)
-            left.extend((s.computation, s.instruction, s.reason) for s in skipped)
-        else:
-            module = PASSES[name](module)
+        before = non_canonical_reduces(module) if name == "normalize-reductions" else ()
+        module, noted = apply_pass(module, name)
+        kept = {(n.computation, n.instruction) for n in noted}
+        normalized.extend(r for r in before if r not in kept and r not in normalized)
+        left.extend((n.computation, n.instruction, n.reason) for n in noted)
     return module, Normalization(tuple(names), tuple(normalized), tuple(dict.fromkeys(left)))
