@@ -172,6 +172,26 @@ def test_planted_with_memory_is_feasible_when_found_and_deterministic() -> None:
     assert found >= 2
 
 
+def test_price_rounds_never_return_worse() -> None:
+    """The price rounds keep the cheapest answer seen: never above the plain descent."""
+    compared = 0
+    for seed in range(4):
+        raw, _ = planted(20 + seed, n=800)
+        # Tight: 1.3 times the peak of every node at its smallest usage.
+        live = np.zeros(230, np.int64)
+        for _node, start, end, usage in raw.memory:
+            live[start:end] += min(usage)
+        raw.limit = int(live.max() * 1.3)
+        plain = quick_answer(build(raw), rounds=0)
+        priced = quick_answer(build(raw), rounds=3)
+        if plain is None:
+            continue
+        compared += 1
+        assert priced is not None and priced[1] <= plain[1], seed
+        assert cost_of(raw, priced[0]) == priced[1]
+    assert compared >= 2
+
+
 def test_colouring_is_proper() -> None:
     for seed in range(30):
         rng = np.random.default_rng(seed)
