@@ -1,0 +1,377 @@
+"""A certified lower bound from the LP dual of the labeling problem.
+
+The relaxation: drop the memory rules (fewer rules, never a higher optimum) and
+take the local-polytope LP of the rest. Ties are kept, as edges whose table is
+0 on the tied pairs and :data:`FORBIDDEN` elsewhere; parallel edges are summed.
+The LP dual is a *reparametrization*: messages ``m[e, u](a)`` move cost between
+each edge and its endpoints,
+
+    θ'_u(a)    = θ_u(a) + Σ_{e ∋ u} m[e, u](a)
+    θ'_e(a, b) = θ_e(a, b) - m[e, u](a) - m[e, v](b),
+
+which leaves the cost of every assignment unchanged. So for *any* messages
+
+    Σ_u min_a θ'_u(a) + Σ_e min_ab θ'_e(a, b)  <=  the optimum,
+
+and the messages only decide how good the bound is. Its validity rests on the
+final evaluation alone, which is exact: messages rounded to multiples of
+``1/S`` (``S`` a power of two), all sums in int64 with headroom checked, the
+quotient rounded up (the optimum is an integer).
+
+The messages come from sequential block-coordinate ascent over node stars in a
+fixed order, forward then backward (TRW-S / SRMP, Kolmogorov 2006, 2015): at node
+``u`` each incident edge's min-marginal ``h_e(a) = min_b θ_e(a, b) - m[e, v](b)``
+is collected into ``M(a) = θ_u(a) + Σ_e h_e(a)``, and ``M`` is handed back in
+shares: ``ω M`` to each edge towards a later node, the rest kept at ``u``, with
+``ω = 1 / max(#earlier, #later neighbours)``. Each such step maximizes the bound
+over ``u``'s messages, so the bound never decreases (in exact arithmetic); on
+trees and chains it reaches the optimum. The order is a greedy colouring's:
+nodes of one colour share no edge, so a whole colour class updates at once as
+numpy passes over the flattened tables.
+
+Example: two nodes with unary ``[0, 5]`` and ``[3, 0]`` and table ``[[0, 9],
+[9, 0]]``: the trivial bound (smallest unary plus smallest entry) is 0, the dual
+bound 3, the optimum (labels ``(0, 0)``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.problem import FORBIDDEN, Problem
+
+#: Finite costs up to this are exact in float64 with room for the messages;
+#: above it only the trivial bound is given.
+_FLOAT_EXACT = 2**50
+#: Scaled costs and messages stay below this in the exact evaluation, and a
+#: forbidden entry there counts as _ABSENT: no int64 sum can wrap.
+_SCALED_LIMIT = 2**60
+_ABSENT = 2**62
+#: The float bound is checked every this many sweeps (it costs half a sweep).
+_CHECK_EVERY = 4
+
+
+@dataclass(frozen=True, slots=True)
+class DualBound:
+    """A bound with how it was reached: ``sweeps`` forward-backward sweeps done,
+    ``stopped`` = why it ended (``"sweeps"``, ``"time"``, ``"converged"``,
+    ``"target"``, ``"infeasible"``, ``"trivial"``: nothing to iterate on)."""
+
+    value: int
+    sweeps: int
+    stopped: str
+
+
+def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None,
+               target: int | None = None) -> int:
+    """A lower bound on the cost of every assignment that keeps the hard rules.
+
+    Memory rules are ignored (so the bound also holds with them); ties count.
+    Never below the trivial bound (smallest allowed unary per node plus smallest
+    allowed entry per edge). Returns :data:`FORBIDDEN` when no assignment keeps
+    the forbidden labels, pairs and ties (arc consistency empties a node).
+
+    Stops after ``sweeps`` forward-backward sweeps, when ``time_limit`` seconds
+    (wall clock, from the call; the final exact evaluation, about half a sweep,
+    comes on top) are spent, when a sweep no longer raises the bound, or once it
+    reaches ``target`` (e.g. a known cost: nothing above it is possible). With a
+    time limit that does not bind, the result depends only on the problem and
+    ``sweeps``.
+    """
+    return dual_bound_detail(problem, time_limit, sweeps=sweeps, target=target).value
+
+
+def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None = None,
+                      target: int | None = None) -> DualBound:
+    """:func:`dual_bound` with the number of sweeps and the reason it stopped."""
+    deadline = time.perf_counter() + time_limit
+    trivial = _trivial(problem)
+    if trivial >= FORBIDDEN:
+        return DualBound(FORBIDDEN, 0, "infeasible")
+    tables = _pair_tables(problem)
+    live = _live_labels(problem, tables)
+    if live is None:
+        return DualBound(FORBIDDEN, 0, "infeasible")
+    unary = [np.asarray(c)[keep] for c, keep in zip(problem.unary, live)]
+    pairs = [(u, v, t[np.ix_(live[u], live[v])]) for (u, v), t in tables.items()]
+    costs = [c.max(initial=0) for c in unary] + [t[t < FORBIDDEN].max(initial=0)
+                                                 for _, _, t in pairs]
+    if not unary or max(costs) > _FLOAT_EXACT:
+        return DualBound(trivial, 0, "trivial")
+    layout = _Layout.build(unary, pairs)
+    messages = np.zeros(layout.slots)
+    done, last, stopped = 0, -math.inf, "sweeps"
+    while sweeps is None or done < sweeps:
+        if time.perf_counter() >= deadline or not layout.sweep(messages, deadline):
+            stopped = "time"
+            break
+        done += 1
+        if done % _CHECK_EVERY == 0:
+            value = layout.float_bound(messages)
+            if target is not None and value >= target:
+                stopped = "target"
+                break
+            if value <= last + 1e-12 * max(1.0, abs(last)):
+                stopped = "converged"
+                break
+            last = value
+    return DualBound(max(trivial, min(layout.certified_bound(messages), FORBIDDEN)), done,
+                     stopped)
+
+
+def _trivial(problem: Problem) -> int:
+    """Smallest allowed unary plus smallest allowed entry; FORBIDDEN if none."""
+    total = 0
+    for costs in problem.unary:
+        total += int(costs.min())
+    for edge in problem.edges:
+        total += int(edge.costs.min())
+    return min(total, FORBIDDEN)
+
+
+def _pair_tables(problem: Problem) -> dict[tuple[int, int], np.ndarray]:
+    """One int64 table per node pair ``u < v``: edges summed, ties as 0/FORBIDDEN."""
+    tables: dict[tuple[int, int], np.ndarray] = {}
+
+    def add(u: int, v: int, costs: np.ndarray) -> None:
+        if u > v:
+            u, v, costs = v, u, costs.T
+        old = tables.get((u, v))
+        # Two entries below FORBIDDEN each sum within int64; clamp keeps the sentinel.
+        tables[(u, v)] = costs if old is None else np.minimum(old + costs, FORBIDDEN)
+
+    for edge in problem.edges:
+        add(edge.u, edge.v, edge.costs)
+    for tie in problem.ties:
+        table = np.full((len(problem.unary[tie.u]), len(problem.unary[tie.v])), FORBIDDEN,
+                        np.int64)
+        mapping = range(table.shape[0]) if tie.mapping is None else tie.mapping
+        for a, b in enumerate(mapping):
+            if b is not None:
+                table[a, b] = 0
+        add(tie.u, tie.v, table)
+    return tables
+
+
+def _live_labels(problem: Problem, tables: dict[tuple[int, int], np.ndarray]
+                 ) -> list[np.ndarray] | None:
+    """Arc consistency: per node, the labels with an allowed partner on every
+    edge (repeated to a fixed point); ``None`` when a node has none left.
+
+    Dropping the others changes no feasible assignment, and it keeps every
+    message finite: each remaining row and column has an allowed entry.
+    """
+    live = [np.asarray(c) < FORBIDDEN for c in problem.unary]
+    if not all(keep.any() for keep in live):
+        return None
+    hard = [(u, v, t < FORBIDDEN) for (u, v), t in tables.items() if (t >= FORBIDDEN).any()]
+    touching: dict[int, list[int]] = {}
+    for j, (u, v, _) in enumerate(hard):
+        touching.setdefault(u, []).append(j)
+        touching.setdefault(v, []).append(j)
+    queue, queued = deque(range(len(hard))), [True] * len(hard)
+    while queue:
+        j = queue.popleft()
+        queued[j] = False
+        u, v, allowed = hard[j]
+        for node, support in ((u, lambda: (allowed & live[v][None, :]).any(axis=1)),
+                              (v, lambda: (allowed & live[u][:, None]).any(axis=0))):
+            keep = live[node] & support()
+            if keep.sum() == live[node].sum():
+                continue
+            if not keep.any():
+                return None
+            live[node] = keep
+            for k in touching[node]:
+                if not queued[k]:
+                    queued[k] = True
+                    queue.append(k)
+    return live
+
+
+def _colour_order(n: int, pairs: list[tuple[int, int, np.ndarray]]) -> np.ndarray:
+    """Greedy colouring, largest degree first: each node's colour."""
+    neighbours: list[list[int]] = [[] for _ in range(n)]
+    for u, v, _ in pairs:
+        neighbours[u].append(v)
+        neighbours[v].append(u)
+    colour = np.full(n, -1, np.int64)
+    for node in sorted(range(n), key=lambda i: (-len(neighbours[i]), i)):
+        used = {int(colour[j]) for j in neighbours[node]}
+        c = 0
+        while c in used:
+            c += 1
+        colour[node] = c
+    return colour
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Layout:
+    """The reduced tables flattened for vectorized message passing.
+
+    Nodes are renumbered by colour. Every edge appears twice, once per direction
+    ("directed edge" ``d`` from ``src`` to ``dst``, table rows = ``src``'s labels),
+    sorted by ``src``, so each colour class owns contiguous ranges of directed
+    edges, of *slots* (one message ``m[d](a)`` per label ``a`` of ``src``) and
+    of table *entries*. All offsets are int64 numpy arrays.
+    """
+
+    unary: np.ndarray          # float costs of the live labels, nodes in colour order
+    unary_int: np.ndarray      # the same, int64
+    node_start: np.ndarray     # first unary index of each node (+ total)
+    table: np.ndarray          # directed tables, row-major, inf = forbidden
+    column_slot: np.ndarray    # per entry: the slot of the reverse message for its column
+    row_start: np.ndarray      # per slot: its row's first entry, relative to its class
+    slot_label: np.ndarray     # per slot: its unary index, relative to its class
+    slot_label_abs: np.ndarray  # per slot: its unary index
+    edge_slot: np.ndarray      # first slot of each directed edge (+ total)
+    lower: np.ndarray          # per directed edge: src < dst (counts each edge once)
+    weight_forward: np.ndarray   # per slot: its share of M in the forward pass
+    weight_backward: np.ndarray
+    classes: tuple[tuple[int, int, int, int, int, int, int, int], ...]
+    max_cost: int
+    max_degree: int
+
+    @property
+    def slots(self) -> int:
+        return len(self.slot_label)
+
+    @staticmethod
+    def build(unary: list[np.ndarray], pairs: list[tuple[int, int, np.ndarray]]) -> _Layout:
+        n = len(unary)
+        colour = _colour_order(n, pairs)
+        order = np.lexsort((np.arange(n), colour))         # new index -> node
+        new = np.empty(n, np.int64)
+        new[order] = np.arange(n)
+        k = np.array([len(unary[i]) for i in order], np.int64)
+        node_start = np.concatenate([[0], np.cumsum(k)])
+        unary_int = np.concatenate([unary[i] for i in order]).astype(np.int64)
+
+        src = np.array([new[u] for u, _, _ in pairs] + [new[v] for _, v, _ in pairs], np.int64)
+        dst = np.array([new[v] for _, v, _ in pairs] + [new[u] for u, _, _ in pairs], np.int64)
+        directed = np.lexsort((dst, src))
+        src, dst = src[directed], dst[directed]
+        m = len(pairs)
+        keys = src * n + dst
+        reverse = np.searchsorted(keys, dst * n + src)
+        parts = []
+        for d in directed.tolist():
+            t = pairs[d][2] if d < m else pairs[d - m][2].T
+            parts.append(np.where(t >= FORBIDDEN, np.inf, t).astype(np.float64).ravel())
+        table = np.concatenate(parts) if parts else np.zeros(0)
+
+        ks, kt = k[src], k[dst]
+        sizes = ks * kt
+        table_start = np.concatenate([[0], np.cumsum(sizes)])
+        edge_slot = np.concatenate([[0], np.cumsum(ks)])
+        slot_edge = np.repeat(np.arange(len(src)), ks)
+        label = np.arange(len(slot_edge)) - edge_slot[slot_edge]
+        row_start = table_start[slot_edge] + label * kt[slot_edge]
+        slot_label = node_start[src[slot_edge]] + label
+        entry_edge = np.repeat(np.arange(len(src)), sizes)
+        column = np.arange(len(table)) - table_start[entry_edge]
+        column %= np.maximum(kt, 1)[entry_edge]
+        column_slot = edge_slot[reverse][entry_edge] + column
+        index = np.int32 if len(slot_edge) < 2**31 else np.int64
+        column_slot = column_slot.astype(index)
+
+        forward = dst > src
+        later = np.bincount(src[forward], minlength=n)
+        earlier = np.bincount(src[~forward], minlength=n)
+        omega = 1.0 / np.maximum(np.maximum(later, earlier), 1)
+        share = omega[src[slot_edge]]
+        weight_forward = np.where(forward[slot_edge], share, 0.0)
+        weight_backward = np.where(forward[slot_edge], 0.0, share)
+
+        sorted_colour = colour[order]
+        node_bounds = np.searchsorted(sorted_colour, np.arange(int(colour.max(initial=-1)) + 2))
+        edge_bounds = np.searchsorted(src, node_bounds)
+        slot_bounds = edge_slot[edge_bounds]
+        classes = []
+        slot_class = np.zeros(len(slot_edge), np.int64)
+        for c in range(len(node_bounds) - 1):
+            d0, d1 = int(edge_bounds[c]), int(edge_bounds[c + 1])
+            s0, s1 = int(slot_bounds[c]), int(slot_bounds[c + 1])
+            slot_class[s0:s1] = c
+            classes.append((d0, d1, s0, s1, int(table_start[d0]), int(table_start[d1]),
+                            int(node_start[node_bounds[c]]), int(node_start[node_bounds[c + 1]])))
+        entry_base = np.array([c[4] for c in classes], np.int64)
+        label_base = np.array([c[6] for c in classes], np.int64)
+        degree = np.bincount(src, minlength=n)
+        return _Layout(
+            unary=unary_int.astype(np.float64), unary_int=unary_int, node_start=node_start,
+            table=table, column_slot=column_slot,
+            row_start=row_start - entry_base[slot_class],
+            slot_label=(slot_label - label_base[slot_class]).astype(index),
+            slot_label_abs=slot_label, edge_slot=edge_slot, lower=src < dst,
+            weight_forward=weight_forward, weight_backward=weight_backward,
+            classes=tuple(classes),
+            max_cost=int(max(unary_int.max(initial=0),
+                             table[np.isfinite(table)].max(initial=0))),
+            max_degree=int(degree.max(initial=0)))
+
+    def _marginals(self, messages: np.ndarray, cls: tuple[int, ...]) -> np.ndarray:
+        """Per slot of the class: ``min_b θ(a, b) - m[reverse](b)``."""
+        _, _, s0, s1, e0, e1, _, _ = cls
+        values = self.table[e0:e1] - messages[self.column_slot[e0:e1]]
+        return np.minimum.reduceat(values, self.row_start[s0:s1])
+
+    def sweep(self, messages: np.ndarray, deadline: float) -> bool:
+        """One forward and one backward pass; False if the deadline came first."""
+        for weights, classes in ((self.weight_forward, self.classes),
+                                 (self.weight_backward, self.classes[::-1])):
+            for cls in classes:
+                _, _, s0, s1, _, _, l0, l1 = cls
+                if s0 == s1:
+                    continue
+                h = self._marginals(messages, cls)
+                labels = self.slot_label[s0:s1]
+                total = self.unary[l0:l1] + np.bincount(labels, weights=h, minlength=l1 - l0)
+                messages[s0:s1] = h - weights[s0:s1] * total[labels]
+                if time.perf_counter() >= deadline:
+                    return False
+        return True
+
+    def float_bound(self, messages: np.ndarray) -> float:
+        """The dual bound of ``messages`` in floating point (for stopping only)."""
+        node = self.unary + np.bincount(self.slot_label_abs, weights=messages,
+                                        minlength=len(self.unary))
+        total = float(np.minimum.reduceat(node, self.node_start[:-1]).sum()) if len(node) else 0.0
+        for cls in self.classes:
+            d0, d1, s0, s1 = cls[:4]
+            if s0 == s1:
+                continue
+            rest = self._marginals(messages, cls) - messages[s0:s1]
+            edge_min = np.minimum.reduceat(rest, self.edge_slot[d0:d1] - s0)
+            total += float(edge_min[self.lower[d0:d1]].sum())
+        return total
+
+    def certified_bound(self, messages: np.ndarray) -> int:
+        """The dual bound of ``messages`` rounded to multiples of 1/S, exactly."""
+        if not len(self.unary):
+            return 0
+        largest = float(np.abs(messages).max(initial=0.0))
+        room = _SCALED_LIMIT / (self.max_cost + (self.max_degree + 2) * (largest + 1))
+        if room < 1:
+            messages, room = np.zeros_like(messages), 1.0
+        scale = 2 ** min(30, int(math.floor(math.log2(room))))
+        scaled = np.rint(messages * scale).astype(np.int64)
+        node = self.unary_int * scale
+        np.add.at(node, self.slot_label_abs, scaled)
+        total = sum(np.minimum.reduceat(node, self.node_start[:-1]).tolist())
+        for d0, d1, s0, s1, e0, e1, _, _ in self.classes:
+            if s0 == s1:
+                continue
+            entries = self.table[e0:e1]
+            finite = np.isfinite(entries)
+            exact = np.where(finite, entries, 0).astype(np.int64) * scale
+            values = np.where(finite, exact - scaled[self.column_slot[e0:e1]], _ABSENT)
+            rest = np.minimum.reduceat(values, self.row_start[s0:s1]) - scaled[s0:s1]
+            edge_min = np.minimum.reduceat(rest, self.edge_slot[d0:d1] - s0)
+            total += sum(edge_min[self.lower[d0:d1]].tolist())
+        return -(-total // scale)

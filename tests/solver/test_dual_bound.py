@@ -1,0 +1,148 @@
+"""The dual lower bound against a brute-force oracle: never above the optimum
+without memory, never below the trivial bound, exact on trees and chains."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from oracle import BIG, Raw, brute_force, random_raw
+from test_reductions import build
+
+from solver.dual_bound import dual_bound, dual_bound_detail
+from solver.problem import FORBIDDEN, Problem, make_problem
+
+
+def trivial_bound(problem: Problem) -> int:
+    """Smallest allowed unary per node plus smallest allowed entry per table."""
+    return (sum(int(c[c < FORBIDDEN].min()) for c in problem.unary)
+            + sum(int(e.costs[e.costs < FORBIDDEN].min()) for e in problem.edges))
+
+
+def relaxed_optimum(raw: Raw) -> int | None:
+    """The brute-force optimum with the memory rules dropped (what the bound bounds)."""
+    best = brute_force(dataclasses.replace(raw, memory=[], fixed=[], limit=None))
+    return None if best is None else best[0]
+
+
+def random_tree(rng: np.random.Generator, nodes: int, chain: bool) -> Raw:
+    """A random tree (or chain) with forbidden labels and pairs, edges either way round."""
+    ks = [int(rng.integers(1, 5)) for _ in range(nodes)]
+    raw = Raw([[int(rng.integers(0, 40)) for _ in range(k)] for k in ks])
+    for v in range(1, nodes):
+        u = v - 1 if chain else int(rng.integers(0, v))
+        table = rng.integers(0, 40, size=(ks[u], ks[v]))
+        table[rng.random(size=table.shape) < 0.2] = BIG
+        if rng.random() < 0.5:
+            raw.edges.append((u, v, table.tolist()))
+        else:
+            raw.edges.append((v, u, table.T.tolist()))
+    raw.forbidden = [(n, a) for n in range(nodes) for a in range(ks[n]) if rng.random() < 0.1]
+    return raw
+
+
+@pytest.mark.parametrize("block", range(3))
+def test_bound_between_trivial_and_optimum(block: int) -> None:
+    better = 0
+    for seed in range(block * 60, block * 60 + 60):
+        rng = np.random.default_rng(7000 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(2, 9)), max_labels=int(rng.integers(1, 4)),
+                         density=float(rng.uniform(0.2, 0.8)), ties=int(rng.integers(0, 3)),
+                         memory=seed % 2 == 0, forbid_pairs=float(rng.uniform(0, 0.3)),
+                         functional=0.3 if seed % 3 == 0 else 0.0)
+        problem = build(raw)
+        bound = dual_bound(problem, 30.0, sweeps=int(rng.integers(0, 40)))
+        optimum = relaxed_optimum(raw)
+        if optimum is None:
+            continue  # any bound holds (FORBIDDEN is claimed only for these)
+        assert trivial_bound(problem) <= bound <= optimum, f"seed {seed}"
+        better += bound > trivial_bound(problem)
+    assert better >= 10  # the dual step does something on these loopy problems
+
+
+@pytest.mark.parametrize("chain", [True, False])
+def test_exact_on_trees_and_chains(chain: bool) -> None:
+    for seed in range(80):
+        rng = np.random.default_rng(8000 + seed)
+        raw = random_tree(rng, int(rng.integers(1, 9)), chain)
+        optimum = relaxed_optimum(raw)
+        # On a tree the local-polytope LP is tight and arc consistency decides
+        # feasibility, so the bound is the optimum (or FORBIDDEN when there is none).
+        got = dual_bound(build(raw), 30.0, sweeps=200)
+        assert got == (FORBIDDEN if optimum is None else optimum), f"seed {seed}"
+
+
+def test_strictly_better_than_trivial() -> None:
+    # The module's example: trivial 0, optimum 3 at labels (0, 0).
+    problem = make_problem([[0, 5], [3, 0]], [(0, 1, [[0, 9], [9, 0]])])
+    assert trivial_bound(problem) == 0
+    assert dual_bound(problem, 10.0, sweeps=10) == 3
+
+
+def test_ties_count_and_memory_does_not() -> None:
+    # The tie forces equal labels: cost 10 either way; without it 0.
+    problem = make_problem([[0, 10], [10, 0]], ties=[(0, 1)],
+                           memory=[(0, 0, 1, [5, 5])], memory_limit=0)
+    assert dual_bound(problem, 10.0, sweeps=10) == 10
+    # A mapped tie whose only allowed row is label 1 of node 0 (a None rules out 0).
+    problem = make_problem([[0, 10], [4, 7, 1]], ties=[(0, 1, [None, 2])])
+    assert dual_bound(problem, 10.0, sweeps=10) == 11
+
+
+def test_infeasible_reported_as_forbidden() -> None:
+    # Every pair forbidden across a chain: arc consistency empties the nodes.
+    problem = make_problem([[0, 1], [0, 1], [0]], [(0, 1, [[0, BIG], [BIG, 0]]),
+                                                   (1, 2, [[BIG], [BIG]])])
+    assert dual_bound(problem, 10.0) == FORBIDDEN
+    problem = make_problem([[0, 1]], forbidden=[(0, 0), (0, 1)])
+    assert dual_bound(problem, 10.0) == FORBIDDEN
+
+
+def test_large_costs_and_forbidden_pairs() -> None:
+    # Costs near 2**45 (exact in float64) with forbidden pairs on a loopy graph.
+    for seed in range(20):
+        rng = np.random.default_rng(9000 + seed)
+        raw = random_raw(rng, nodes=6, max_labels=3, density=0.6, ties=0, memory=False,
+                         forbid_pairs=0.2)
+        scale = 2**45 // 20
+        raw.unary = [[c * scale + int(rng.integers(0, 1000)) for c in u] for u in raw.unary]
+        raw.edges = [(u, v, [[c if c >= BIG else c * scale + 7 for c in row] for row in t])
+                     for u, v, t in raw.edges]
+        problem = build(raw)
+        optimum = relaxed_optimum(raw)
+        got = dual_bound(problem, 30.0, sweeps=60)
+        if optimum is not None:
+            assert trivial_bound(problem) <= got <= optimum, f"seed {seed}"
+
+
+def test_huge_costs_fall_back_to_trivial() -> None:
+    problem = make_problem([[0, 2**55], [3, 0]], [(0, 1, [[0, 2**55], [2**55, 0]])])
+    detail = dual_bound_detail(problem, 10.0, sweeps=5)
+    assert detail.stopped == "trivial" and detail.value == trivial_bound(problem) == 0
+
+
+def test_grid_deterministic_and_stops() -> None:
+    # A 12x12 grid with 6 labels: loopy, so the bound climbs over many sweeps.
+    rng = np.random.default_rng(5)
+    side, k = 12, 6
+    unary = rng.integers(0, 100, size=(side * side, k)).tolist()
+    edges = []
+    for r in range(side):
+        for c in range(side):
+            node = r * side + c
+            for other in ((node + 1) if c + 1 < side else None,
+                          (node + side) if r + 1 < side else None):
+                if other is not None:
+                    edges.append((node, other, rng.integers(0, 100, size=(k, k)).tolist()))
+    problem = make_problem(unary, edges)
+    first = dual_bound_detail(problem, 60.0, sweeps=25)
+    second = dual_bound_detail(problem, 60.0, sweeps=25)
+    assert first == second and first.sweeps <= 25
+    assert first.value > trivial_bound(problem)
+    more = dual_bound_detail(problem, 60.0, sweeps=60)
+    assert more.value >= first.value  # block-coordinate ascent: no step lowers the bound
+    none = dual_bound_detail(problem, 0.0)
+    assert none.stopped == "time" and none.sweeps == 0
+    assert none.value == trivial_bound(problem)
+    assert dual_bound_detail(problem, 60.0, sweeps=60, target=first.value).stopped == "target"
