@@ -48,20 +48,22 @@ class Flat:
         np.cumsum(sizes, out=self.eoff[1:])
         self.tables = (np.concatenate([e.costs.ravel() for e in edges], dtype=np.float64)
                        if edges else np.zeros(0))
-        self.edge_min = (np.minimum.reduceat(self.tables, self.eoff[:-1]) if edges
-                         else np.zeros(0))
         # Half-edge entries: one per (edge, label of one end). For end u, label a
         # reads table[a, label[v]] = tables[eoff + a*kv + label[v]]; for end v,
-        # label b reads tables[eoff + label[u]*kv + b].
-        e_u = np.repeat(np.arange(len(edges)), ku)
-        a_u = np.arange(int(ku.sum())) - np.repeat(np.cumsum(ku) - ku, ku)
-        e_v = np.repeat(np.arange(len(edges)), kv)
-        b_v = np.arange(int(kv.sum())) - np.repeat(np.cumsum(kv) - kv, kv)
-        self.h_target = np.concatenate([self.off[self.eu[e_u]] + a_u,
-                                        self.off[self.ev[e_v]] + b_v])
-        self.h_base = np.concatenate([self.eoff[e_u] + a_u * kv[e_u], self.eoff[e_v] + b_v])
-        self.h_other = np.concatenate([self.ev[e_u], self.eu[e_v]])
-        self.h_stride = np.concatenate([np.ones(len(e_u), np.int64), kv[e_v]])
+        # label b reads tables[eoff + label[u]*kv + b]. Kept in 32 bits when they
+        # fit: these arrays are the largest after the tables (and written first
+        # touch, page by page).
+        index = np.int32 if max(len(self.tables), self.size, n) < 2**31 - 1 else np.int64
+        e_u = np.repeat(np.arange(len(edges), dtype=index), ku)
+        a_u = ranges(np.zeros(len(edges), np.int64), ku).astype(index)
+        e_v = np.repeat(np.arange(len(edges), dtype=index), kv)
+        b_v = ranges(np.zeros(len(edges), np.int64), kv).astype(index)
+        off, eoff = self.off.astype(index), self.eoff.astype(index)
+        eu, ev, kv_i = self.eu.astype(index), self.ev.astype(index), kv.astype(index)
+        self.h_target = np.concatenate([off[eu[e_u]] + a_u, off[ev[e_v]] + b_v])
+        self.h_base = np.concatenate([eoff[e_u] + a_u * kv_i[e_u], eoff[e_v] + b_v])
+        self.h_other = np.concatenate([ev[e_u], eu[e_v]])
+        self.h_stride = np.concatenate([np.ones(len(e_u), index), kv_i[e_v]])
         self._memory(problem)
         self._classes: list[tuple[np.ndarray, np.ndarray]] | None = None
 

@@ -303,7 +303,7 @@ class _Step:
     those labels (``target`` indexes ``labels``), and the usage entries of its uses."""
 
     __slots__ = ("groups", "labels", "unary", "entry", "where", "seg", "inner", "target",
-                 "base", "other", "stride", "use_entries", "use_of", "use_label")
+                 "base", "other", "stride", "use_entries", "use_of", "use_label", "single")
 
     def __init__(self, groups: Groups, cls: np.ndarray, halves: np.ndarray) -> None:
         flat = groups.flat
@@ -321,6 +321,8 @@ class _Step:
         self.where = np.repeat(np.arange(len(rows)), np.repeat(groups.size[cls], groups.rows[cls]))
         self.seg = np.cumsum(groups.rows[cls]) - groups.rows[cls]
         self.inner = groups.inner[rows]
+        # Groups of one node: row i is entry i (no sum over members needed).
+        self.single = bool((groups.size[cls] == 1).all())
         target = index[flat.h_target[halves]]
         halves = halves[target >= 0]  # labels in no row need no value
         self.target = target[target >= 0]
@@ -401,14 +403,19 @@ class Descent:
                                                  len(step.unary))
                 if extra is not None:
                     local += extra[step.labels]
-                value = step.inner + np.bincount(step.where, local[step.entry], len(step.inner))
+                if step.single:
+                    value = step.inner + local[step.entry]
+                else:
+                    value = step.inner + np.bincount(step.where, local[step.entry],
+                                                     len(step.inner))
                 if room is not None and len(step.use_entries):
                     use = step.use_of
                     now = flat.u_usage[flat.u_off[use] + self.labels[flat.u_node[use]]]
                     too_big = flat.u_usage[step.use_entries] - now > room[use] + 1e-6
                     bad = np.zeros(len(step.labels), bool)
                     bad[step.use_label[too_big]] = True
-                    blocked = np.bincount(step.where, bad[step.entry], len(step.inner)) > 0
+                    blocked = bad[step.entry] if step.single else np.bincount(
+                        step.where, bad[step.entry], len(step.inner)) > 0
                     value[blocked] = BAD * 4
                 best, best_value = groups.best_rows(value, cls)
                 current = value[step.seg + (self.row[cls] - groups.roff[cls])]
@@ -491,7 +498,7 @@ PRICE_WEIGHT = 3.0
 #: Sweeps of each price round: on cost plus priced usage, then on cost alone.
 SOFT_SWEEPS, HARD_SWEEPS = 2, 4
 #: A descent stops when a sweep gains less than this share of the objective.
-TOLERANCE = 1e-3
+TOLERANCE = 1e-2
 
 
 def quick_answer(problem: Problem, sweeps: int = 8,
