@@ -89,24 +89,26 @@ def ratio(ours: int | None, theirs: int | None) -> str:
     return f"{ours / theirs:.3f}"
 
 
-def table(results: dict[str, dict], time_limit: float, command: str) -> str:  # noqa: C901
+def table(results: dict[str, dict], time_limit: float, command: str) -> str:
     pub = published()
     lines = [
         SECTION,
         "",
-        f"Command: `{command}`. Machine: {platform.processor() or platform.machine()}, 2 cores, "
-        f"Python {platform.python_version()}, {platform.system()}; shared with other jobs at the "
-        f"time. Date: 2026-11-21. Limit {time_limit:g} s per instance for the solve (reduce, "
-        "heuristic, model build, CP-SAT, postsolve); reading the JSON is extra and listed "
-        "separately. CP-SAT runs its parallel portfolio (2 workers, seed 0; `--portfolio` in "
-        "the CLI), so CP-SAT's part of an answer may differ between runs; the library and CLI "
-        "default is the reproducible interleaved mode (`--deterministic` here). The heuristic "
-        "is deterministic (a fixed number of price rounds). Costs are re-evaluated from the returned labels; `ratio` = ours / theirs "
-        "(below 1 = we are cheaper). Published costs: `final_results.csv` (team01 = winner, "
-        "XLA = XLA's auto-sharding solver; blank = no result).",
+        (f"Command: `{command}`. Machine: {platform.processor() or platform.machine()}, "
+         f"2 cores, Python {platform.python_version()}, {platform.system()}; shared with other "
+         f"jobs at the time. Date: 2026-11-21. Limit {time_limit:g} s per instance for the "
+         "solve (quick answer, reduce, heuristic, model build, CP-SAT, postsolve); reading the "
+         "JSON is extra and listed separately. CP-SAT runs its parallel portfolio (2 workers, "
+         "seed 0; `--portfolio` in the CLI), so CP-SAT's part of an answer may differ between "
+         "runs; the library and CLI default is the reproducible interleaved mode "
+         "(`--deterministic` here). The quick answer and the heuristic are deterministic "
+         "(fixed numbers of sweeps and rounds). Costs are re-evaluated from the returned "
+         "labels; `ratio` = ours / theirs (below 1 = we are cheaper). Published costs: "
+         "`final_results.csv` (team01 = winner, XLA = XLA's auto-sharding solver; blank = "
+         "no result)."),
         "",
-        "| instance | nodes | edges | our cost | mem ok | lower bound | gap | first answer s "
-        "| solve s | read s | peak RSS MB | winner | ratio | XLA | ratio | commit |",
+        ("| instance | nodes | edges | our cost | mem ok | lower bound | gap | first answer s "
+         "| solve s | read s | peak RSS MB | winner | ratio | XLA | ratio | commit |"),
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     beats = []
@@ -169,7 +171,7 @@ def main() -> None:
             if wanted and name not in wanted:
                 continue
             proc = subprocess.run([sys.executable, __file__, "--one", str(path), "--first-only"],
-                                  capture_output=True, text=True, timeout=600)
+                                  capture_output=True, text=True, timeout=600, check=False)
             if proc.returncode != 0:
                 print(f"| {name} | error: {(proc.stderr.strip().splitlines() or ['?'])[-1]} |")
                 continue
@@ -184,7 +186,7 @@ def main() -> None:
     results: dict[str, dict] = (json.loads(out_json.read_text())
                                 if wanted and out_json.exists() else {})
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()
+                            capture_output=True, text=True, check=False).stdout.strip()
     for path in files:
         name = path.name.removeprefix("asplos-2025-iopddl-").removesuffix(".json.gz")
         if wanted and name not in wanted:
@@ -192,7 +194,7 @@ def main() -> None:
         proc = subprocess.run(
             [sys.executable, __file__, "--one", str(path), "--time-limit", str(args.time_limit)]
             + (["--deterministic"] if args.deterministic else []),
-            capture_output=True, text=True, timeout=args.time_limit * 4 + 300,
+            capture_output=True, text=True, timeout=args.time_limit * 4 + 300, check=False,
         )
         if proc.returncode != 0:
             results[name] = {"error": (proc.stderr.strip().splitlines() or ["?"])[-1]}

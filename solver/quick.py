@@ -274,6 +274,16 @@ class Groups:
         out[node] = flat_label - self.flat.off[node]
         return out
 
+    def rows_of(self, labels: np.ndarray) -> np.ndarray:
+        """Per group, the (first) row whose members have ``labels``; -1 when none."""
+        node = self.flat.node_of[self.entry]
+        match = self.entry == self.flat.off[node] + labels[node]
+        hits = np.bincount(self.entry_row, match, len(self.inner))
+        rows = np.flatnonzero(hits == np.repeat(self.size, self.rows))
+        out = np.full(self.count, -1, np.int64)
+        out[self.row_group[rows[::-1]]] = rows[::-1]
+        return out
+
     def row_sum(self, per_label: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
         """Per row (of ``groups``, default all): the sum of ``per_label`` over its members."""
         if groups is None:
@@ -302,8 +312,23 @@ class _Step:
     (``labels``; ``entry`` indexes it), the half-edges toward other groups aimed at
     those labels (``target`` indexes ``labels``), and the usage entries of its uses."""
 
-    __slots__ = ("groups", "labels", "unary", "entry", "where", "seg", "inner", "target",
-                 "base", "other", "stride", "use_entries", "use_of", "use_label", "single")
+    __slots__ = (
+        "base",
+        "entry",
+        "groups",
+        "inner",
+        "labels",
+        "other",
+        "seg",
+        "single",
+        "stride",
+        "target",
+        "unary",
+        "use_entries",
+        "use_label",
+        "use_of",
+        "where",
+    )
 
     def __init__(self, groups: Groups, cls: np.ndarray, halves: np.ndarray) -> None:
         flat = groups.flat
@@ -533,10 +558,25 @@ def quick_answer(problem: Problem, sweeps: int = 8,
     if flat.limited and not flat.fits(groups.labels(row)):
         return None
     descent = Descent(groups, row)
-    best = descent.run(sweeps, tolerance=TOLERANCE).copy()
+    descent.run(sweeps, tolerance=TOLERANCE)
+    best = _price_rounds(descent, 1 if descent.work > LARGE_SWEEP else rounds)
+    answer = tuple(int(x) for x in best)
+    total = evaluate(problem, answer)
+    if total is None or not memory_feasible(problem, answer):
+        return None
+    return answer, total
+
+
+def _price_rounds(descent: Descent, rounds: int) -> np.ndarray:
+    """Price rounds from the descent's current labels; the cheapest labels seen.
+
+    Each round prices the time segments loaded to ``TIGHT`` of the limit or more,
+    runs a short descent on cost plus priced usage (freeing memory where that is
+    cheap), then a descent on cost alone (spending it where it pays most).
+    """
+    flat = descent.flat
+    best = descent.labels.copy()
     best_cost = flat.cost(best)
-    if descent.work > LARGE_SWEEP:
-        rounds = min(rounds, 1)
     for _ in range(rounds if flat.limited else 0):
         tight = (descent.load >= TIGHT * flat.limit).astype(np.float64)
         price = flat.penalty(tight)
@@ -545,11 +585,21 @@ def quick_answer(problem: Problem, sweeps: int = 8,
             break
         descent.run(SOFT_SWEEPS, extra=price * (PRICE_WEIGHT * best_cost / priced),
                     tolerance=TOLERANCE)
-        cost_now = flat.cost(descent.run(HARD_SWEEPS, tolerance=TOLERANCE))
-        if cost_now < best_cost:
-            best, best_cost = descent.labels.copy(), cost_now
-    answer = tuple(int(x) for x in best)
-    total = evaluate(problem, answer)
-    if total is None or not memory_feasible(problem, answer):
-        return None
-    return answer, total
+        cost = flat.cost(descent.run(HARD_SWEEPS, tolerance=TOLERANCE))
+        if cost < best_cost:
+            best, best_cost = descent.labels.copy(), cost
+    return best
+
+
+def improve(flat: Flat, labels: np.ndarray, rounds: int = PRICE_ROUNDS) -> np.ndarray:
+    """``labels`` (allowed, memory within the limit) improved by group descent and
+    price rounds; the same labels when nothing cheaper is found. Ties must have
+    been merged (or turned into edges)."""
+    groups = Groups(flat)
+    row = groups.rows_of(labels)
+    if (row < 0).any():
+        return labels  # a group's labels match no row: not a consistent start
+    descent = Descent(groups, row)
+    descent.run(2 * HARD_SWEEPS, tolerance=TOLERANCE)
+    best = _price_rounds(descent, rounds)
+    return best if flat.cost(best) < flat.cost(labels) else labels

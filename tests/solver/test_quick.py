@@ -11,7 +11,7 @@ from oracle import BIG, Raw, brute_force, cost_of, random_raw
 from test_reductions import build
 
 from solver.flat import Flat, colour_nodes
-from solver.quick import Descent, Groups, _with_tie_edges, quick_answer
+from solver.quick import Descent, Groups, _with_tie_edges, improve, quick_answer
 
 
 def small(seed: int, functional: float = 0.6, ties: int = 1) -> Raw:
@@ -190,6 +190,28 @@ def test_price_rounds_never_return_worse() -> None:
         assert priced is not None and priced[1] <= plain[1], seed
         assert cost_of(raw, priced[0]) == priced[1]
     assert compared >= 2
+
+
+def test_improve_keeps_feasibility_and_never_worsens() -> None:
+    """From the costliest feasible labels (brute force), ``improve`` returns feasible
+    labels no costlier; from an optimum, an optimum."""
+    improved = 0
+    for seed in range(40):
+        raw = small(3000 + seed, functional=0.6, ties=0)
+        feasible = [(cost_of(raw, labels), labels) for labels in
+                    itertools.product(*(range(len(u)) for u in raw.unary))]
+        feasible = [(c, labels) for c, labels in feasible if c is not None]
+        if not feasible:
+            continue
+        flat = Flat(build(raw))
+        worst, best = max(feasible), min(feasible)
+        for cost, labels in (worst, best):
+            got = improve(flat, np.array(labels))
+            assert cost_of(raw, tuple(got.tolist())) is not None, seed
+            assert cost_of(raw, tuple(got.tolist())) <= cost, seed
+        got = cost_of(raw, tuple(improve(flat, np.array(worst[1])).tolist()))
+        improved += got < worst[0]
+    assert improved >= 10
 
 
 def test_colouring_is_proper() -> None:
