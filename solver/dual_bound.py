@@ -25,9 +25,9 @@ is collected into ``M(a) = θ_u(a) + Σ_e h_e(a)``, and ``M`` is handed back in
 shares: ``ω M`` to each edge towards a later node, the rest kept at ``u``, with
 ``ω = 1 / max(#earlier, #later neighbours)``. Each such step maximizes the bound
 over ``u``'s messages, so the bound never decreases (in exact arithmetic); on
-trees and chains it reaches the optimum. The order is a greedy colouring's:
-nodes of one colour share no edge, so a whole colour class updates at once as
-numpy passes over the flattened tables.
+trees and chains it reaches the optimum. The order is the node index order,
+run level by level (:func:`_levels`): nodes of one level share no edge, so a
+whole level updates at once as numpy passes over the flattened tables.
 
 Example: two nodes with unary ``[0, 5]`` and ``[3, 0]`` and table ``[[0, 9],
 [9, 0]]``: the trivial bound (smallest unary plus smallest entry) is 0, the dual
@@ -97,13 +97,15 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
     live = _live_labels(problem, tables)
     if live is None:
         return DualBound(FORBIDDEN, 0, "infeasible")
-    unary = [np.asarray(c)[keep] for c, keep in zip(problem.unary, live)]
-    pairs = [(u, v, t[np.ix_(live[u], live[v])]) for (u, v), t in tables.items()]
-    costs = [c.max(initial=0) for c in unary] + [t[t < FORBIDDEN].max(initial=0)
-                                                 for _, _, t in pairs]
-    if not unary or max(costs) > _FLOAT_EXACT:
+    whole = [bool(keep.all()) for keep in live]
+    unary = [c if all_live else c[keep] for c, keep, all_live in zip(problem.unary, live, whole)]
+    pairs = [(u, v, t if whole[u] and whole[v] else t[np.ix_(live[u], live[v])])
+             for (u, v), t in tables.items()]
+    if not unary:
         return DualBound(trivial, 0, "trivial")
     layout = _Layout.build(unary, pairs)
+    if layout.max_cost > _FLOAT_EXACT:
+        return DualBound(trivial, 0, "trivial")
     messages = np.zeros(layout.slots)
     done, last, stopped = 0, -math.inf, "sweeps"
     while sweeps is None or done < sweeps:
@@ -194,34 +196,43 @@ def _live_labels(problem: Problem, tables: dict[tuple[int, int], np.ndarray]
     return live
 
 
-def _colour_order(n: int, pairs: list[tuple[int, int, np.ndarray]]) -> np.ndarray:
-    """Greedy colouring, largest degree first: each node's colour."""
-    neighbours: list[list[int]] = [[] for _ in range(n)]
-    for u, v, _ in pairs:
-        neighbours[u].append(v)
-        neighbours[v].append(u)
-    colour = np.full(n, -1, np.int64)
-    for node in sorted(range(n), key=lambda i: (-len(neighbours[i]), i)):
-        used = {int(colour[j]) for j in neighbours[node]}
-        c = 0
-        while c in used:
-            c += 1
-        colour[node] = c
-    return colour
+def _levels(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Per node, the longest path to it when edges point from the lower index up.
+
+    Processing nodes level by level is processing them in index order (a node
+    comes after its lower neighbours and before its higher ones), and each level
+    has no edge inside. The index order of the reduced problems follows the
+    program, so the monotone chains TRW-S propagates along are long; a greedy
+    colouring's 5-6 classes converged 1.2-1.5x slower per sweep on contest cores.
+    """
+    lower = np.minimum(u, v)
+    higher = np.maximum(u, v)
+    by_higher = np.argsort(higher, kind="stable")
+    lower, higher = lower[by_higher].tolist(), higher[by_higher].tolist()
+    level = [0] * n
+    for a, b in zip(lower, higher):
+        if level[a] >= level[b]:
+            level[b] = level[a] + 1
+    return np.array(level, np.int64)
+
+
+def _block_starts(counts: np.ndarray) -> np.ndarray:
+    """Start offsets of consecutive blocks of ``counts`` (plus the total)."""
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _Layout:
     """The reduced tables flattened for vectorized message passing.
 
-    Nodes are renumbered by colour. Every edge appears twice, once per direction
+    Nodes are renumbered by level. Every edge appears twice, once per direction
     ("directed edge" ``d`` from ``src`` to ``dst``, table rows = ``src``'s labels),
-    sorted by ``src``, so each colour class owns contiguous ranges of directed
+    sorted by ``src``, so each level ("class") owns contiguous ranges of directed
     edges, of *slots* (one message ``m[d](a)`` per label ``a`` of ``src``) and
     of table *entries*. All offsets are int64 numpy arrays.
     """
 
-    unary: np.ndarray          # float costs of the live labels, nodes in colour order
+    unary: np.ndarray          # float costs of the live labels, nodes in level order
     unary_int: np.ndarray      # the same, int64
     node_start: np.ndarray     # first unary index of each node (+ total)
     table: np.ndarray          # directed tables, row-major, inf = forbidden
@@ -243,42 +254,53 @@ class _Layout:
 
     @staticmethod
     def build(unary: list[np.ndarray], pairs: list[tuple[int, int, np.ndarray]]) -> _Layout:
-        n = len(unary)
-        colour = _colour_order(n, pairs)
-        order = np.lexsort((np.arange(n), colour))         # new index -> node
+        n, m = len(unary), len(pairs)
+        first = np.array([u for u, _, _ in pairs], np.int64)
+        second = np.array([v for _, v, _ in pairs], np.int64)
+        level = _levels(n, first, second)
+        order = np.lexsort((np.arange(n), level))          # new index -> node
         new = np.empty(n, np.int64)
         new[order] = np.arange(n)
         k = np.array([len(unary[i]) for i in order], np.int64)
-        node_start = np.concatenate([[0], np.cumsum(k)])
+        node_start = _block_starts(k)
         unary_int = np.concatenate([unary[i] for i in order]).astype(np.int64)
 
-        src = np.array([new[u] for u, _, _ in pairs] + [new[v] for _, v, _ in pairs], np.int64)
-        dst = np.array([new[v] for _, v, _ in pairs] + [new[u] for u, _, _ in pairs], np.int64)
+        # The pair tables end to end (rows = the first node's labels); each
+        # directed table is gathered from them, transposed for the second node.
+        flat = (np.concatenate([t.ravel() for _, _, t in pairs]) if m
+                else np.zeros(0, np.int64))
+        flat_start = _block_starts(np.array([t.size for _, _, t in pairs], np.int64))
+        src = np.concatenate([new[first], new[second]])
+        dst = np.concatenate([new[second], new[first]])
         directed = np.lexsort((dst, src))
         src, dst = src[directed], dst[directed]
-        m = len(pairs)
-        keys = src * n + dst
-        reverse = np.searchsorted(keys, dst * n + src)
-        parts = []
-        for d in directed.tolist():
-            t = pairs[d][2] if d < m else pairs[d - m][2].T
-            parts.append(np.where(t >= FORBIDDEN, np.inf, t).astype(np.float64).ravel())
-        table = np.concatenate(parts) if parts else np.zeros(0)
-
+        flipped = directed >= m
+        pair = np.where(flipped, directed - m, directed)
+        reverse = np.searchsorted(src * n + dst, dst * n + src)
         ks, kt = k[src], k[dst]
-        sizes = ks * kt
-        table_start = np.concatenate([[0], np.cumsum(sizes)])
-        edge_slot = np.concatenate([[0], np.cumsum(ks)])
+        table_start = _block_starts(ks * kt)
+        edge_slot = _block_starts(ks)
         slot_edge = np.repeat(np.arange(len(src)), ks)
         label = np.arange(len(slot_edge)) - edge_slot[slot_edge]
-        row_start = table_start[slot_edge] + label * kt[slot_edge]
+        width = kt[slot_edge]
+        row_start = table_start[slot_edge] + label * width
         slot_label = node_start[src[slot_edge]] + label
-        entry_edge = np.repeat(np.arange(len(src)), sizes)
-        column = np.arange(len(table)) - table_start[entry_edge]
-        column %= np.maximum(kt, 1)[entry_edge]
-        column_slot = edge_slot[reverse][entry_edge] + column
-        index = np.int32 if len(slot_edge) < 2**31 else np.int64
-        column_slot = column_slot.astype(index)
+
+        # Per entry (row = slot, column b): its place in ``flat`` is the slot's
+        # base plus b times a stride (1, or the row count of a flipped table),
+        # and the message it meets is the reverse edge's slot for b.
+        total = int(table_start[-1])
+        index = np.int32 if total < 2**31 else np.int64
+        slot_flipped = flipped[slot_edge]
+        base = flat_start[pair][slot_edge] + np.where(slot_flipped, label, label * width)
+        stride = np.where(slot_flipped, ks[slot_edge], 1)
+        column = np.arange(total, dtype=index) - np.repeat(row_start.astype(index), width)
+        values = flat[np.repeat(base, width) + column * np.repeat(stride.astype(index), width)]
+        table = values.astype(np.float64)
+        table[values >= FORBIDDEN] = np.inf
+        del values
+        column_slot = np.repeat(edge_slot[reverse][slot_edge].astype(index), width) + column
+        del column
 
         forward = dst > src
         later = np.bincount(src[forward], minlength=n)
@@ -288,8 +310,7 @@ class _Layout:
         weight_forward = np.where(forward[slot_edge], share, 0.0)
         weight_backward = np.where(forward[slot_edge], 0.0, share)
 
-        sorted_colour = colour[order]
-        node_bounds = np.searchsorted(sorted_colour, np.arange(int(colour.max(initial=-1)) + 2))
+        node_bounds = np.searchsorted(level[order], np.arange(int(level.max(initial=-1)) + 2))
         edge_bounds = np.searchsorted(src, node_bounds)
         slot_bounds = edge_slot[edge_bounds]
         classes = []
@@ -311,8 +332,7 @@ class _Layout:
             slot_label_abs=slot_label, edge_slot=edge_slot, lower=src < dst,
             weight_forward=weight_forward, weight_backward=weight_backward,
             classes=tuple(classes),
-            max_cost=int(max(unary_int.max(initial=0),
-                             table[np.isfinite(table)].max(initial=0))),
+            max_cost=int(max(unary_int.max(initial=0), flat[flat < FORBIDDEN].max(initial=0))),
             max_degree=int(degree.max(initial=0)))
 
     def _marginals(self, messages: np.ndarray, cls: tuple[int, ...]) -> np.ndarray:

@@ -1,0 +1,99 @@
+"""The dual lower bound on the reduced IOPDDL contest instances, against the
+trivial bound and the best known costs.
+
+Each instance is read and reduced as :func:`solver.solve.solve` does, then
+:func:`solver.dual_bound.dual_bound_detail` runs on the reduced problem for each
+time limit (the reductions' offset is added back). Prints a markdown table;
+writes nothing.
+
+    python3 bench/dual_bound.py [--limits 5,20] [--only A,K]
+
+``ours`` is the cost in ``bench/iopddl_results.json`` (the solver-core table of
+BENCHMARKS.md), ``winner`` the contest winner's published cost; gaps are
+``(best known - bound) / best known`` with best known = the smaller of the two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "benchmarks" / "iopddl"
+sys.path.insert(0, str(REPO))
+
+from solver.dual_bound import dual_bound_detail  # noqa: E402
+from solver.iopddl import read_instance  # noqa: E402
+from solver.problem import FORBIDDEN  # noqa: E402
+from solver.reductions import reduce_problem  # noqa: E402
+
+
+def known_costs() -> dict[str, tuple[int | None, int | None]]:
+    """Per instance: (our cost from the last solver-core run, the winner's cost)."""
+    ours = json.loads((REPO / "bench" / "iopddl_results.json").read_text())
+    with open(DATA / "final_results.csv", newline="") as handle:
+        rows = {row["TEAM #"]: row for row in csv.DictReader(handle)}
+    out = {}
+    for name, cost in ((n, r.get("cost")) for n, r in ours.items()):
+        winner = rows["team01"].get(name) or None
+        out[name] = (cost, None if winner is None else int(winner))
+    return out
+
+
+def smallest_allowed(problem) -> int:
+    """Smallest allowed unary per node plus smallest allowed entry per table."""
+    return (sum(int(c[c < FORBIDDEN].min()) for c in problem.unary)
+            + sum(int(e.costs[e.costs < FORBIDDEN].min()) for e in problem.edges))
+
+
+def gap(best: int | None, bound: int) -> str:
+    return "—" if not best else f"{100 * (best - bound) / best:.1f} %"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limits", default="5,20")
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    limits = [float(x) for x in args.limits.split(",")]
+    wanted = {x for x in args.only.split(",") if x}
+    costs = known_costs()
+    head = ["instance", "core nodes", "core edges", "labels (max)", "reduce s", "trivial"]
+    for limit in limits:
+        head += [f"dual {limit:g} s", "sweeps", "s"]
+    head += ["ours", "winner", "gap trivial"] + [f"gap {limit:g} s" for limit in limits]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for path in sorted(DATA.glob("asplos-2025-iopddl-*.json.gz")):
+        name = path.name.removeprefix("asplos-2025-iopddl-").removesuffix(".json.gz")
+        if wanted and name not in wanted:
+            continue
+        problem = read_instance(path)
+        began = time.perf_counter()
+        reduction = reduce_problem(problem)
+        reduce_s = time.perf_counter() - began
+        core, offset = reduction.problem, reduction.offset
+        trivial = smallest_allowed(core) + offset
+        ours, winner = costs.get(name, (None, None))
+        best = min((c for c in (ours, winner) if c), default=None)
+        row = [name, str(core.num_nodes), str(len(core.edges)),
+               f"{sum(map(len, core.unary))} ({max(map(len, core.unary), default=0)})",
+               f"{reduce_s:.1f}", str(trivial)]
+        bounds = []
+        for limit in limits:
+            began = time.perf_counter()
+            detail = dual_bound_detail(core, limit)
+            seconds = time.perf_counter() - began
+            bounds.append(detail.value + offset)
+            row += [str(detail.value + offset), f"{detail.sweeps} ({detail.stopped})",
+                    f"{seconds:.1f}"]
+        row += [str(ours), str(winner), gap(best, trivial)] + [gap(best, b) for b in bounds]
+        print("| " + " | ".join(row) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
