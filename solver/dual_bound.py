@@ -1,7 +1,8 @@
 """A certified lower bound from the LP dual of the labeling problem.
 
-The relaxation: drop the memory rules (fewer rules, never a higher optimum) and
-take the local-polytope LP of the rest. Ties are kept, as edges whose table is
+The relaxation: the local-polytope LP, with the memory rule either dropped
+(fewer rules, never a higher optimum) or moved into the costs by Lagrangian
+multipliers (:mod:`solver.dual_memory`). Ties are kept, as edges whose table is
 0 on the tied pairs and :data:`FORBIDDEN` elsewhere; parallel edges are summed.
 The LP dual is a *reparametrization*: messages ``m[e, u](a)`` move cost between
 each edge and its endpoints,
@@ -36,6 +37,7 @@ bound 3, the optimum (labels ``(0, 0)``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import deque
@@ -43,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.dual_memory import MemoryRows
 from solver.problem import FORBIDDEN, Problem
 
 #: Finite costs up to this are exact in float64 with room for the messages;
@@ -54,6 +57,12 @@ _SCALED_LIMIT = 2**60
 _ABSENT = 2**62
 #: The float bound is checked every this many sweeps (it costs half a sweep).
 _CHECK_EVERY = 4
+#: With memory multipliers, costs are scaled by a power of two up to about this
+#: (room for penalties below _FLOAT_EXACT), the step factor halves after
+#: _PATIENCE sweeps without a better bound, and the search ends below _SMALLEST_STEP.
+_LAGRANGE_COSTS = 2**42
+_PATIENCE = 10
+_SMALLEST_STEP = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,26 +77,29 @@ class DualBound:
 
 
 def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None,
-               target: int | None = None) -> int:
+               target: int | None = None, memory: bool = True) -> int:
     """A lower bound on the cost of every assignment that keeps the hard rules.
 
-    Memory rules are ignored (so the bound also holds with them); ties count.
-    Never below the trivial bound (smallest allowed unary per node plus smallest
-    allowed entry per edge). Returns :data:`FORBIDDEN` when no assignment keeps
-    the forbidden labels, pairs and ties (arc consistency empties a node).
+    Ties count. The memory rule counts through Lagrangian multipliers
+    (:mod:`solver.dual_memory`) when ``memory`` is true; with ``memory=False`` it
+    is dropped and the bound is one of the problem without it. Never below the
+    trivial bound (smallest allowed unary per node plus smallest allowed entry
+    per edge). Returns :data:`FORBIDDEN` when no assignment keeps the forbidden
+    labels, pairs and ties (arc consistency empties a node).
 
-    Stops after ``sweeps`` forward-backward sweeps, when ``time_limit`` seconds
-    (wall clock, from the call; the final exact evaluation, about half a sweep,
-    comes on top) are spent, when a sweep no longer raises the bound, or once it
-    reaches ``target`` (e.g. a known cost: nothing above it is possible). With a
-    time limit that does not bind, the result depends only on the problem and
-    ``sweeps``.
+    Stops after ``sweeps`` sweeps, when ``time_limit`` seconds (wall clock, from
+    the call; the final exact evaluation, about half a sweep, comes on top) are
+    spent, when the bound stops rising, or once it reaches ``target`` (e.g. a
+    known cost: nothing above it is possible; with memory multipliers it also
+    aims their steps). With a time limit that does not bind, the result depends
+    only on the arguments.
     """
-    return dual_bound_detail(problem, time_limit, sweeps=sweeps, target=target).value
+    return dual_bound_detail(problem, time_limit, sweeps=sweeps, target=target,
+                             memory=memory).value
 
 
 def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None = None,
-                      target: int | None = None) -> DualBound:
+                      target: int | None = None, memory: bool = True) -> DualBound:
     """:func:`dual_bound` with the number of sweeps and the reason it stopped."""
     deadline = time.perf_counter() + time_limit
     trivial = _trivial(problem)
@@ -106,6 +118,17 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
     layout = _Layout.build(unary, pairs)
     if layout.max_cost > _FLOAT_EXACT:
         return DualBound(trivial, 0, "trivial")
+    rows = MemoryRows.build(problem, live, layout.unary_start()) if memory else None
+    if rows is None:
+        value, done, stopped = _ascend(layout, sweeps, deadline, target)
+    else:
+        value, done, stopped = _ascend_with_memory(layout, rows, sweeps, deadline, target)
+    return DualBound(max(trivial, min(value, FORBIDDEN)), done, stopped)
+
+
+def _ascend(layout: _Layout, sweeps: int | None, deadline: float, target: int | None
+            ) -> tuple[int, int, str]:
+    """TRW-S sweeps on the problem as it is: (certified bound, sweeps, why stopped)."""
     messages = np.zeros(layout.slots)
     done, last, stopped = 0, -math.inf, "sweeps"
     while sweeps is None or done < sweeps:
@@ -122,8 +145,58 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
                 stopped = "converged"
                 break
             last = value
-    return DualBound(max(trivial, min(layout.certified_bound(messages), FORBIDDEN)), done,
-                     stopped)
+    return layout.certified_bound(messages), done, stopped
+
+
+def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, deadline: float,
+                        target: int | None) -> tuple[int, int, str]:
+    """TRW-S sweeps interleaved with projected subgradient steps on the memory
+    multipliers (Polyak steps towards ``target``, or 10 % above the best bound
+    so far; the step factor halves after :data:`_PATIENCE` sweeps without a
+    better bound). The best (multipliers, messages) seen is certified."""
+    factor = 2 ** max(0, min(30, int(math.log2(_LAGRANGE_COSTS / max(1, layout.max_cost)))))
+    scaled = layout.scaled(factor)
+    base = scaled.unary.copy()
+    current = scaled
+    q = np.zeros(rows.checks)
+    messages = np.zeros(layout.slots)
+    best_value, best_q, best_messages = -math.inf, q, messages.copy()
+    goal = None if target is None else float(target) * factor
+    done, stopped, step, stale = 0, "sweeps", 1.0, 0
+    while sweeps is None or done < sweeps:
+        if time.perf_counter() >= deadline or not current.sweep(messages, deadline):
+            stopped = "time"
+            break
+        done += 1
+        value = current.float_bound(messages) + rows.constant(q)
+        if best_value == -math.inf or value > best_value + 1e-9 * abs(best_value):
+            best_value, best_q, best_messages, stale = value, q, messages.copy(), 0
+        else:
+            stale += 1
+            if stale >= _PATIENCE:
+                step, stale = step / 2, 0
+        if goal is not None and best_value >= goal:
+            stopped = "target"
+            break
+        if step < _SMALLEST_STEP:
+            stopped = "converged"
+            break
+        slack = rows.load(current.choice(messages)) - rows.cap
+        slack = np.where((q > 0) | (slack > 0), slack, 0.0)
+        norm = float(slack @ slack)
+        if norm == 0:
+            continue
+        aim = goal if goal is not None else best_value + 0.1 * abs(best_value) + factor
+        q = np.maximum(0.0, q + step * max(aim - value, 0.0) / norm * slack)
+        current = dataclasses.replace(scaled, unary=base + rows.penalties(q, len(base)))
+    # Certify: floor(q) are valid multipliers too; their penalties exactly, each
+    # unary cost capped (a smaller cost only relaxes).
+    whole = np.floor(best_q).astype(np.int64)
+    penalties = rows.exact_penalties(whole, len(base))
+    unary = np.array([min(int(b) + p, _FLOAT_EXACT) for b, p in
+                      zip(scaled.unary_int.tolist(), penalties)], np.int64)
+    total = scaled.with_unary(unary).certified_bound(best_messages) + rows.exact_constant(whole)
+    return -(-total // factor), done, stopped
 
 
 def _trivial(problem: Problem) -> int:
@@ -234,6 +307,7 @@ class _Layout:
 
     unary: np.ndarray          # float costs of the live labels, nodes in level order
     unary_int: np.ndarray      # the same, int64
+    position: np.ndarray       # per node of the problem: its index in level order
     node_start: np.ndarray     # first unary index of each node (+ total)
     table: np.ndarray          # directed tables, row-major, inf = forbidden
     column_slot: np.ndarray    # per entry: the slot of the reverse message for its column
@@ -325,7 +399,8 @@ class _Layout:
         label_base = np.array([c[6] for c in classes], np.int64)
         degree = np.bincount(src, minlength=n)
         return _Layout(
-            unary=unary_int.astype(np.float64), unary_int=unary_int, node_start=node_start,
+            unary=unary_int.astype(np.float64), unary_int=unary_int, position=new,
+            node_start=node_start,
             table=table, column_slot=column_slot,
             row_start=row_start - entry_base[slot_class],
             slot_label=(slot_label - label_base[slot_class]).astype(index),
@@ -334,6 +409,37 @@ class _Layout:
             classes=tuple(classes),
             max_cost=int(max(unary_int.max(initial=0), flat[flat < FORBIDDEN].max(initial=0))),
             max_degree=int(degree.max(initial=0)))
+
+    def unary_start(self) -> np.ndarray:
+        """Per node of the problem, the unary index of its first kept label."""
+        return self.node_start[self.position]
+
+    def scaled(self, factor: int) -> _Layout:
+        """All costs times ``factor`` (a power of two: exact in float64)."""
+        return dataclasses.replace(self, unary=self.unary * factor,
+                                   unary_int=self.unary_int * factor,
+                                   table=self.table * factor, max_cost=self.max_cost * factor)
+
+    def with_unary(self, unary: np.ndarray) -> _Layout:
+        """The same tables with other (integer-valued, exact) unary costs."""
+        return dataclasses.replace(self, unary=unary.astype(np.float64),
+                                   unary_int=unary.astype(np.int64),
+                                   max_cost=max(self.max_cost, int(unary.max(initial=0))))
+
+    def choice(self, messages: np.ndarray) -> np.ndarray:
+        """Per unary index, whether it is its node's first cheapest reparametrized label."""
+        node = self.unary + np.bincount(self.slot_label_abs, weights=messages,
+                                        minlength=len(self.unary))
+        best = np.repeat(np.minimum.reduceat(node, self.node_start[:-1]),
+                         np.diff(self.node_start))
+        tied = node <= best
+        owner = np.repeat(np.arange(len(self.node_start) - 1), np.diff(self.node_start))
+        first = np.flatnonzero(tied)
+        keep = np.ones(len(first), bool)
+        keep[1:] = owner[first[1:]] != owner[first[:-1]]
+        chosen = np.zeros(len(node), bool)
+        chosen[first[keep]] = True
+        return chosen
 
     def _marginals(self, messages: np.ndarray, cls: tuple[int, ...]) -> np.ndarray:
         """Per slot of the class: ``min_b θ(a, b) - m[reverse](b)``."""

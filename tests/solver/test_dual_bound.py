@@ -44,21 +44,44 @@ def random_tree(rng: np.random.Generator, nodes: int, chain: bool) -> Raw:
 
 @pytest.mark.parametrize("block", range(3))
 def test_bound_between_trivial_and_optimum(block: int) -> None:
-    better = 0
+    better = lifted = 0
     for seed in range(block * 60, block * 60 + 60):
         rng = np.random.default_rng(7000 + seed)
         raw = random_raw(rng, nodes=int(rng.integers(2, 9)), max_labels=int(rng.integers(1, 4)),
                          density=float(rng.uniform(0.2, 0.8)), ties=int(rng.integers(0, 3)),
-                         memory=seed % 2 == 0, forbid_pairs=float(rng.uniform(0, 0.3)),
+                         memory=seed % 4 != 0, forbid_pairs=float(rng.uniform(0, 0.3)),
                          functional=0.3 if seed % 3 == 0 else 0.0)
         problem = build(raw)
-        bound = dual_bound(problem, 30.0, sweeps=int(rng.integers(0, 40)))
-        optimum = relaxed_optimum(raw)
-        if optimum is None:
-            continue  # any bound holds (FORBIDDEN is claimed only for these)
-        assert trivial_bound(problem) <= bound <= optimum, f"seed {seed}"
-        better += bound > trivial_bound(problem)
-    assert better >= 10  # the dual step does something on these loopy problems
+        sweeps = int(rng.integers(0, 60))
+        relaxed = relaxed_optimum(raw)
+        full = brute_force(raw)
+        # FORBIDDEN is claimed only when there is no assignment at all.
+        free = dual_bound(problem, 30.0, sweeps=sweeps, memory=False)
+        with_memory = dual_bound(problem, 30.0, sweeps=sweeps)
+        if relaxed is None:
+            continue  # any bound holds
+        assert trivial_bound(problem) <= free <= relaxed, f"seed {seed}"
+        assert trivial_bound(problem) <= with_memory, f"seed {seed}"
+        if full is not None:
+            assert with_memory <= full[0], f"seed {seed}"
+        better += free > trivial_bound(problem)
+        lifted += with_memory > relaxed
+    assert better >= 8  # the dual step does something on these loopy problems
+    assert lifted >= 1  # and the memory multipliers sometimes beat every memory-free bound
+
+
+def test_memory_multipliers() -> None:
+    # Both cheap labels need 5 bytes at time 1, the limit is 5: one node pays 10.
+    # Without the memory rule the optimum is 0; the LP with the memory row has 10.
+    problem = make_problem([[0, 10], [0, 10]], memory=[(0, 0, 2, [5, 0]), (1, 1, 3, [5, 0])],
+                           memory_limit=5)
+    assert dual_bound(problem, 30.0, sweeps=200, memory=False) == 0
+    assert dual_bound(problem, 30.0, sweeps=200) == 10
+    assert dual_bound_detail(problem, 30.0, sweeps=200, target=10).stopped == "target"
+    # Fixed amounts count against the limit: a limit of 8 with 3 fixed is the same.
+    problem = make_problem([[0, 10], [0, 10]], memory=[(0, 0, 2, [5, 0]), (1, 1, 3, [5, 0])],
+                           fixed_memory=[(0, 4, 3)], memory_limit=8)
+    assert dual_bound(problem, 30.0, sweeps=200) == 10
 
 
 @pytest.mark.parametrize("chain", [True, False])
@@ -80,11 +103,13 @@ def test_strictly_better_than_trivial() -> None:
     assert dual_bound(problem, 10.0, sweeps=10) == 3
 
 
-def test_ties_count_and_memory_does_not() -> None:
-    # The tie forces equal labels: cost 10 either way; without it 0.
+def test_ties_count_and_memory_can_be_dropped() -> None:
+    # The tie forces equal labels: cost 10 either way; without it 0. No label
+    # fits the memory limit, so with the memory rule any bound holds.
     problem = make_problem([[0, 10], [10, 0]], ties=[(0, 1)],
                            memory=[(0, 0, 1, [5, 5])], memory_limit=0)
-    assert dual_bound(problem, 10.0, sweeps=10) == 10
+    assert dual_bound(problem, 10.0, sweeps=10, memory=False) == 10
+    assert dual_bound(problem, 10.0, sweeps=10) >= 10
     # A mapped tie whose only allowed row is label 1 of node 0 (a None rules out 0).
     problem = make_problem([[0, 10], [4, 7, 1]], ties=[(0, 1, [None, 2])])
     assert dual_bound(problem, 10.0, sweeps=10) == 11

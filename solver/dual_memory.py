@@ -1,0 +1,105 @@
+"""Lagrangian multipliers for the memory rule, for :mod:`solver.dual_bound`.
+
+The memory rule is one row per check time ``t`` (each start of a use: the live
+total only grows there): ``load_t(x) <= cap_t``, where ``load_t`` sums the
+chosen labels' usages of the uses live at ``t`` and ``cap_t`` is the limit
+minus the fixed amounts live at ``t``. For multipliers ``μ_t >= 0`` every
+assignment ``x`` that keeps the rule has
+
+    cost(x) >= cost(x) + Σ_t μ_t (load_t(x) - cap_t),
+
+and the right side is a labeling problem again: each use adds ``usage[label] *
+(Σ of μ over the checks it is live at)`` to its node's unary cost, and the
+constant ``-Σ_t μ_t cap_t`` comes on top. So a bound of that problem plus the
+constant bounds the original problem *with* its memory rule.
+
+Multipliers are held in the units of the scaled costs (``q_t = μ_t * D``); the
+exact penalties use ``floor(q_t)`` as integers and Python-int products, so the
+certified bound involves no rounding (a smaller unary cost only relaxes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.problem import Problem
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MemoryRows:
+    """The memory rows over the labels kept in a bound's layout."""
+
+    first: np.ndarray       # per use: its first check
+    last: np.ndarray        # per use: one past its last check
+    pair_use: np.ndarray    # per (use, kept label): the use
+    pair_slot: np.ndarray   # per (use, kept label): the label's unary index in the layout
+    pair_usage: np.ndarray  # per (use, kept label): bytes
+    cap: np.ndarray         # per check: limit minus the fixed amounts live (int64)
+
+    @staticmethod
+    def build(problem: Problem, live: list[np.ndarray], unary_start: np.ndarray
+              ) -> MemoryRows | None:
+        """``None`` when there is no memory rule to relax. ``unary_start[node]`` is
+        the node's first unary index in the layout (its kept labels follow)."""
+        if problem.memory_limit is None or not problem.memory:
+            return None
+        starts = np.array([m.start for m in problem.memory], np.int64)
+        ends = np.array([m.end for m in problem.memory], np.int64)
+        checks = np.unique(starts[ends > starts])
+        if not len(checks):
+            return None
+        fixed = np.zeros(len(checks) + 1, np.int64)
+        for use in problem.fixed_memory:
+            fixed[np.searchsorted(checks, use.start)] += use.amount
+            fixed[np.searchsorted(checks, use.end)] -= use.amount
+        cap = problem.memory_limit - np.cumsum(fixed[:-1])
+        pair_use, pair_slot, pair_usage = [], [], []
+        for k, use in enumerate(problem.memory):
+            keep = live[use.node]
+            rank = np.cumsum(keep) - 1
+            labels = np.flatnonzero(keep & (use.usage > 0))
+            pair_use.append(np.full(len(labels), k, np.int64))
+            pair_slot.append(unary_start[use.node] + rank[labels])
+            pair_usage.append(use.usage[labels].astype(np.int64))
+        return MemoryRows(
+            first=np.searchsorted(checks, starts), last=np.searchsorted(checks, ends),
+            pair_use=np.concatenate(pair_use), pair_slot=np.concatenate(pair_slot),
+            pair_usage=np.concatenate(pair_usage), cap=cap)
+
+    @property
+    def checks(self) -> int:
+        return len(self.cap)
+
+    def penalties(self, q: np.ndarray, size: int) -> np.ndarray:
+        """Per unary index, the added cost (float; for the search only)."""
+        prefix = np.concatenate([[0.0], np.cumsum(q)])
+        weight = prefix[self.last] - prefix[self.first]
+        return np.bincount(self.pair_slot, weights=self.pair_usage * weight[self.pair_use],
+                           minlength=size)
+
+    def constant(self, q: np.ndarray) -> float:
+        return -float(np.dot(q, self.cap.astype(np.float64)))
+
+    def exact_penalties(self, q: np.ndarray, size: int) -> list[int]:
+        """Per unary index, the added cost for integer multipliers ``q``, exactly."""
+        prefix = np.concatenate([[0], np.cumsum(q.astype(object))])
+        weight = prefix[self.last] - prefix[self.first]
+        out = np.zeros(size, dtype=object)
+        np.add.at(out, self.pair_slot, self.pair_usage.astype(object) * weight[self.pair_use])
+        return out.tolist()
+
+    def exact_constant(self, q: np.ndarray) -> int:
+        return -sum(int(a) * int(b) for a, b in zip(q.tolist(), self.cap.tolist()) if a)
+
+    def load(self, chosen: np.ndarray) -> np.ndarray:
+        """Per check, the live total of the uses under the chosen labels (a bool
+        per unary index), fixed amounts excluded (they sit in ``cap``)."""
+        taken = chosen[self.pair_slot]
+        per_use = np.bincount(self.pair_use[taken], weights=self.pair_usage[taken],
+                              minlength=len(self.first))
+        change = np.zeros(self.checks + 1)
+        np.add.at(change, self.first, per_use)
+        np.subtract.at(change, self.last, per_use)
+        return np.cumsum(change[:-1])
