@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.dual_memory import MemoryRows
+from solver.dual_memory import SHIFT, MemoryRows
 from solver.problem import FORBIDDEN, Problem
 
 #: Finite costs up to this are exact in float64 with room for the messages;
@@ -57,11 +57,16 @@ _SCALED_LIMIT = 2**60
 _ABSENT = 2**62
 #: The float bound is checked every this many sweeps (it costs half a sweep).
 _CHECK_EVERY = 4
-#: With memory multipliers, costs are scaled by a power of two up to about this
-#: (room for penalties below _FLOAT_EXACT), the step factor halves after
-#: _PATIENCE sweeps without a better bound, and the search ends below _SMALLEST_STEP.
+#: With memory multipliers, costs are scaled by a power of two up to about
+#: _LAGRANGE_COSTS (room for penalties below _FLOAT_EXACT); each multiplier step
+#: follows _INNER sweeps; after _PATIENCE steps without a better bound the search
+#: returns to the best point with half the step, and ends below _SMALLEST_STEP.
+#: (On contest cores B and G: 1 sweep per step reached 186k/146k, 10 sweeps
+#: 464k/201k, 20 sweeps with the return 473k/210k; the LP with memory rows has
+#: 518k/217k.)
 _LAGRANGE_COSTS = 2**42
-_PATIENCE = 10
+_PATIENCE = 3
+_INNER = 20
 _SMALLEST_STEP = 1e-3
 
 
@@ -152,8 +157,9 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
                         target: int | None) -> tuple[int, int, str]:
     """TRW-S sweeps interleaved with projected subgradient steps on the memory
     multipliers (Polyak steps towards ``target``, or 10 % above the best bound
-    so far; the step factor halves after :data:`_PATIENCE` sweeps without a
-    better bound). The best (multipliers, messages) seen is certified."""
+    so far; the subgradient is the memory rows' slack under each node's
+    cheapest reparametrized label). The best (multipliers, messages) seen is
+    certified."""
     factor = 2 ** max(0, min(30, int(math.log2(_LAGRANGE_COSTS / max(1, layout.max_cost)))))
     scaled = layout.scaled(factor)
     base = scaled.unary.copy()
@@ -163,18 +169,28 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
     best_value, best_q, best_messages = -math.inf, q, messages.copy()
     goal = None if target is None else float(target) * factor
     done, stopped, step, stale = 0, "sweeps", 1.0, 0
-    while sweeps is None or done < sweeps:
-        if time.perf_counter() >= deadline or not current.sweep(messages, deadline):
-            stopped = "time"
+    while True:
+        block = _INNER if sweeps is None else min(_INNER, sweeps - done)
+        if block <= 0:
             break
-        done += 1
+        for _ in range(block):
+            if time.perf_counter() >= deadline or not current.sweep(messages, deadline):
+                stopped = "time"
+                break
+            done += 1
+        if stopped == "time":
+            break
         value = current.float_bound(messages) + rows.constant(q)
         if best_value == -math.inf or value > best_value + 1e-9 * abs(best_value):
             best_value, best_q, best_messages, stale = value, q, messages.copy(), 0
         else:
             stale += 1
             if stale >= _PATIENCE:
-                step, stale = step / 2, 0
+                # Back to the best point with a shorter step.
+                step, stale, q = step / 2, 0, best_q
+                messages = best_messages.copy()
+                value = best_value
+                current = dataclasses.replace(scaled, unary=base + rows.penalties(q, len(base)))
         if goal is not None and best_value >= goal:
             stopped = "target"
             break
@@ -189,9 +205,9 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
         aim = goal if goal is not None else best_value + 0.1 * abs(best_value) + factor
         q = np.maximum(0.0, q + step * max(aim - value, 0.0) / norm * slack)
         current = dataclasses.replace(scaled, unary=base + rows.penalties(q, len(base)))
-    # Certify: floor(q) are valid multipliers too; their penalties exactly, each
-    # unary cost capped (a smaller cost only relaxes).
-    whole = np.floor(best_q).astype(np.int64)
+    # Certify: q rounded down to the grid of SHIFT bits is a valid multiplier
+    # too; its penalties exactly, each unary cost capped (a smaller cost only relaxes).
+    whole = np.floor(np.minimum(best_q * 2.0**SHIFT, 2.0**62)).astype(np.int64)
     penalties = rows.exact_penalties(whole, len(base))
     unary = np.array([min(int(b) + p, _FLOAT_EXACT) for b, p in
                       zip(scaled.unary_int.tolist(), penalties)], np.int64)

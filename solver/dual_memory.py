@@ -13,9 +13,10 @@ and the right side is a labeling problem again: each use adds ``usage[label] *
 constant ``-Σ_t μ_t cap_t`` comes on top. So a bound of that problem plus the
 constant bounds the original problem *with* its memory rule.
 
-Multipliers are held in the units of the scaled costs (``q_t = μ_t * D``); the
-exact penalties use ``floor(q_t)`` as integers and Python-int products, so the
-certified bound involves no rounding (a smaller unary cost only relaxes).
+Multipliers are held in the units of the scaled costs (``q_t = μ_t * D``). The
+certified bound rounds them down to multiples of ``2**-SHIFT`` and computes the
+penalties and the constant exactly in Python ints, each rounded down (a smaller
+unary cost or constant only relaxes).
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.problem import Problem
+
+#: Certified multipliers are multiples of ``2**-SHIFT`` (in scaled cost units).
+SHIFT = 20
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -83,15 +87,17 @@ class MemoryRows:
         return -float(np.dot(q, self.cap.astype(np.float64)))
 
     def exact_penalties(self, q: np.ndarray, size: int) -> list[int]:
-        """Per unary index, the added cost for integer multipliers ``q``, exactly."""
+        """Per unary index, the added cost for multipliers ``q / 2**SHIFT``
+        (``q`` integers), rounded down exactly."""
         prefix = np.concatenate([[0], np.cumsum(q.astype(object))])
         weight = prefix[self.last] - prefix[self.first]
         out = np.zeros(size, dtype=object)
         np.add.at(out, self.pair_slot, self.pair_usage.astype(object) * weight[self.pair_use])
-        return out.tolist()
+        return [int(x) >> SHIFT for x in out.tolist()]
 
     def exact_constant(self, q: np.ndarray) -> int:
-        return -sum(int(a) * int(b) for a, b in zip(q.tolist(), self.cap.tolist()) if a)
+        """``-Σ_t q_t cap_t / 2**SHIFT`` rounded down, exactly."""
+        return -sum(int(a) * int(b) for a, b in zip(q.tolist(), self.cap.tolist()) if a) >> SHIFT
 
     def load(self, chosen: np.ndarray) -> np.ndarray:
         """Per check, the live total of the uses under the chosen labels (a bool
