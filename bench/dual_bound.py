@@ -6,7 +6,7 @@ Each instance is read and reduced as :func:`solver.solve.solve` does, then
 time limit (the reductions' offset is added back). Prints a markdown table;
 writes nothing.
 
-    python3 bench/dual_bound.py [--limits 5,20] [--only A,K]
+    python3 bench/dual_bound.py [--limits 5,20] [--only A,K] [--no-memory]
 
 ``ours`` is the cost in ``bench/iopddl_results.json`` (the solver-core table of
 BENCHMARKS.md), ``winner`` the contest winner's published cost; gaps are
@@ -58,6 +58,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limits", default="5,20")
     parser.add_argument("--only", default="")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="drop the memory rule instead of relaxing it with multipliers")
     args = parser.parse_args()
     limits = [float(x) for x in args.limits.split(",")]
     wanted = {x for x in args.only.split(",") if x}
@@ -86,7 +88,7 @@ def main() -> None:
         bounds = []
         for limit in limits:
             began = time.perf_counter()
-            detail = dual_bound_detail(core, limit)
+            detail = dual_bound_detail(core, limit, memory=not args.no_memory)
             seconds = time.perf_counter() - began
             bounds.append(detail.value + offset)
             row += [str(detail.value + offset), f"{detail.sweeps} ({detail.stopped})",

@@ -178,9 +178,12 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
                 stopped = "time"
                 break
             done += 1
-        if stopped == "time":
-            break
         value = current.float_bound(messages) + rows.constant(q)
+        if stopped == "time":
+            # The interrupted block may still beat the best (or be the only) point.
+            if best_value == -math.inf or value > best_value:
+                best_q, best_messages = q, messages
+            break
         if best_value == -math.inf or value > best_value + 1e-9 * abs(best_value):
             best_value, best_q, best_messages, stale = value, q, messages.copy(), 0
         else:
