@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.dual_memory import SHIFT, MemoryRows
-from solver.problem import FORBIDDEN, Problem
+from solver.problem import FORBIDDEN, Problem, trivial_bound
 
 #: Finite costs up to this are exact in float64 with room for the messages;
 #: above it only the trivial bound is given.
@@ -107,7 +107,7 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
                       target: int | None = None, memory: bool = True) -> DualBound:
     """:func:`dual_bound` with the number of sweeps and the reason it stopped."""
     deadline = time.perf_counter() + time_limit
-    trivial = _trivial(problem)
+    trivial = trivial_bound(problem)
     if trivial >= FORBIDDEN:
         return DualBound(FORBIDDEN, 0, "infeasible")
     tables = _pair_tables(problem)
@@ -216,16 +216,6 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
                       zip(scaled.unary_int.tolist(), penalties)], np.int64)
     total = scaled.with_unary(unary).certified_bound(best_messages) + rows.exact_constant(whole)
     return -(-total // factor), done, stopped
-
-
-def _trivial(problem: Problem) -> int:
-    """Smallest allowed unary plus smallest allowed entry; FORBIDDEN if none."""
-    total = 0
-    for costs in problem.unary:
-        total += int(costs.min())
-    for edge in problem.edges:
-        total += int(edge.costs.min())
-    return min(total, FORBIDDEN)
 
 
 def _pair_tables(problem: Problem) -> dict[tuple[int, int], np.ndarray]:

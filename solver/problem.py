@@ -239,6 +239,18 @@ def make_problem(
     )
 
 
+def trivial_bound(problem: Problem) -> int:
+    """Smallest allowed unary cost per node plus smallest allowed entry per table
+    (:data:`FORBIDDEN` when some node or table allows nothing): a lower bound on
+    every assignment's cost."""
+    total = 0
+    for costs in problem.unary:
+        total += int(costs.min())
+    for edge in problem.edges:
+        total += int(edge.costs.min())
+    return min(total, FORBIDDEN)
+
+
 def evaluate(problem: Problem, labels: Sequence[int]) -> int | None:
     """Total cost of ``labels``, or ``None`` when a forbidden label/pair or a tie is broken.
 

@@ -15,7 +15,7 @@ from solver import cpsat, lns, quick
 from solver.heuristics import heuristic
 from solver.options import SolveOptions
 from solver.problem import (
-    FORBIDDEN, Problem, Solution, Status, evaluate, memory_feasible, peak_memory,
+    FORBIDDEN, Problem, Solution, Status, evaluate, memory_feasible, peak_memory, trivial_bound,
 )
 from solver.reductions import Reduction, reduce_problem
 
@@ -64,16 +64,6 @@ def _projected_hint(core: Problem, postsolve, hint, fill: tuple[int, ...] | None
     if fill is None:
         return None
     return tuple(x if x >= 0 else f for x, f in zip(projected, fill))
-
-
-def trivial_bound(problem: Problem) -> int:
-    """Smallest allowed unary cost per node plus smallest allowed entry per table."""
-    total = 0
-    for costs in problem.unary:
-        total += int(costs[costs < FORBIDDEN].min(initial=FORBIDDEN))
-    for edge in problem.edges:
-        total += int(edge.costs[edge.costs < FORBIDDEN].min(initial=0))
-    return min(total, FORBIDDEN)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -73,3 +73,14 @@ def test_memory_profile_against_numpy_timeline() -> None:
         timeline[2:4] += 5
         assert peak_memory(problem, labels) == timeline.max()
         assert memory_feasible(problem, labels) == (timeline.max() <= 20)
+
+
+def test_trivial_bound_counts_the_smallest_allowed_entry_of_every_table() -> None:
+    from solver.problem import trivial_bound
+
+    problem = make_problem([[2, 5], [3, 1]], [(0, 1, [[4, 9], [FORBIDDEN, 6]])])
+    assert trivial_bound(problem) == 2 + 1 + 4
+    # Every assignment costs at least that (here (0, 1): 2 + 1 + 9 = 12, (0, 0): 9).
+    assert min(evaluate(problem, (a, b)) or FORBIDDEN for a in (0, 1) for b in (0, 1)) >= 7
+    blocked = make_problem([[0], [0]], [(0, 1, [[FORBIDDEN]])])
+    assert trivial_bound(blocked) == FORBIDDEN
