@@ -199,7 +199,7 @@ class Flat:
     def _forbid_growth(self, local: np.ndarray, labels: np.ndarray, nodes: np.ndarray,
                        load: np.ndarray) -> np.ndarray:
         """Labels that raise a use by more than the room over its interval: forbidden."""
-        room = self.limit - _range_max(load, self.u_lo, self.u_hi)
+        room = self.limit - range_max(load, self.u_lo, self.u_hi)
         grow = self._use_delta(labels)
         too_big = grow > np.repeat(room, np.diff(self.u_off)) + 1e-6
         bad = np.bincount(self.u_pos[too_big], minlength=self.size) > 0
@@ -332,7 +332,7 @@ def colour_nodes(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         colour[chosen] = free[chosen]
 
 
-def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """``values[lo:hi].max()`` for many ranges at once (sparse table; -inf when empty)."""
     if not len(lo):
         return np.zeros(0)

@@ -11,7 +11,7 @@ from oracle import BIG, Raw, brute_force, cost_of, random_raw
 from test_reductions import build
 
 from solver.flat import Flat, colour_nodes
-from solver.quick import Descent, Groups, _with_tie_edges, improve, quick_answer
+from solver.quick import Descent, Groups, improve, quick_answer, with_tie_edges
 
 
 def small(seed: int, functional: float = 0.6, ties: int = 1) -> Raw:
@@ -46,7 +46,7 @@ def test_group_rows_are_the_consistent_joint_labels() -> None:
     checked = 0
     for seed in range(80):
         raw = small(1000 + seed, functional=0.8)
-        problem = _with_tie_edges(build(raw))
+        problem = with_tie_edges(build(raw))
         groups = Groups(Flat(problem))
         for g in range(groups.count):
             members = groups.members[groups.moff[g]:groups.moff[g + 1]].tolist()
