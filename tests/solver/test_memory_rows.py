@@ -68,7 +68,7 @@ def test_solve_with_quick_start_matches_brute_force(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(solve_module, "QUICK_START_SIZE", 0)
     for seed in range(30):
         rng = np.random.default_rng(9000 + seed)
-        raw = random_raw(rng, nodes=int(rng.integers(2, 9)), ties=0)
+        raw = random_raw(rng, nodes=int(rng.integers(2, 9)), ties=int(rng.integers(0, 2)))
         want = brute_force(raw)
         got = solve(build(raw), SolveOptions(time_limit=10.0, heuristic_time=0.2))
         if want is None:
@@ -78,6 +78,18 @@ def test_solve_with_quick_start_matches_brute_force(monkeypatch: pytest.MonkeyPa
         assert cost_of(raw, got.labels) == want[0] and got.first_solution_ms is not None
 
 
-def test_quick_answer_gives_up_on_ties() -> None:
-    raw = Raw([[1, 2], [3, 4]], ties=[(0, 1)])
-    assert quick_answer(build(raw)) is None
+def test_quick_answer_keeps_ties() -> None:
+    # Tie (0, 1) with the swapped mapping: only (0, 1) and (1, 0) are allowed.
+    raw = Raw([[1, 2], [4, 3]], ties=[(0, 1, [1, 0])])
+    assert quick_answer(build(raw)) == ((0, 1), 4)
+    found = 0
+    for seed in range(60):
+        rng = np.random.default_rng(9500 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(2, 9)), ties=int(rng.integers(1, 3)))
+        got = quick_answer(build(raw))
+        if got is None:
+            continue
+        assert brute_force(raw) is not None, seed
+        assert cost_of(raw, got[0]) == got[1], seed
+        found += 1
+    assert found >= 20

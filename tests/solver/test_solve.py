@@ -224,3 +224,28 @@ def test_prepared_solve_matches_brute_force_and_the_plain_solve() -> None:
         assert got.labels == solve(problem, QUICK).labels, seed
     with pytest.raises(ValueError, match="another problem"):
         solve(build(raw), QUICK, prepared=prepare(problem, QUICK))
+
+
+def test_window_search_path_reports_a_valid_dual_bound(monkeypatch) -> None:
+    """Forced onto the window search (as the contest's large cores are), the answer is
+    exact and feasible and the reported bound lies between the trivial bound and the
+    optimum; on some problems the dual bound proves the window answer optimal."""
+    from solver import solve as solve_module
+    from solver.problem import trivial_bound
+
+    monkeypatch.setattr(solve_module, "FULL_MODEL_LABELS", 0)
+    proven = 0
+    for seed in range(12):
+        rng = np.random.default_rng(6000 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(4, 9)), memory=seed % 2 == 0, density=0.5)
+        want = brute_force(raw)
+        if want is None:
+            continue
+        problem = build(raw)
+        got = solve(problem, SolveOptions(time_limit=0.8, heuristic_time=0.1, passes=()))
+        steps = dict(got.timings_ms)
+        assert "window-search" in steps and "dual-bound" in steps, seed
+        assert cost_of(raw, got.labels) == got.objective >= want[0], seed
+        assert trivial_bound(problem) <= got.lower_bound <= want[0], seed
+        proven += got.status == Status.OPTIMAL
+    assert proven >= 2
