@@ -78,6 +78,7 @@ def test_time_limit_respected_with_valid_bound() -> None:
     assert 0.0 < result.gap <= 1.0
     assert result.first_solution_ms is not None
     assert dict(result.timings_ms)["cpsat"] > 0  # CP-SAT ran, not only the heuristic
+    assert "dual-bound" in dict(result.timings_ms)  # unproven with memory rows: the dual too
 
 
 def test_memory_limit_too_small_is_infeasible() -> None:
