@@ -53,8 +53,11 @@ def run(name: str, module, target: str, time_limit: float, xla=None) -> dict:
            "model_lower_bound": r.model_lower_bound, "model_status": r.model_status,
            "bound_status": r.bound_status,
            "status": r.status, "solve_s": round(r.timings_ms.get("solve", 0) / 1000, 2),
+           # The exact problem is stated and modelled in a thread during the per-use
+           # solve; what it adds to the wall clock is the wait for that, then its solve.
            "exact_s": round(sum(r.timings_ms.get(k, 0) for k in
-                                ("exact_build", "exact", "bound", "local_search")) / 1000, 2),
+                                ("exact_wait", "exact", "bound", "local_search", "polish")) / 1000,
+                            2),
            "total_s": round(total, 2), "violations": len(r.violations),
            "nodes": r.nodes, "timings_ms": r.timings_ms}
     if xla is not None:
@@ -78,11 +81,14 @@ def main() -> None:
               "exact_s", "total_s", "violations")
     print(" | ".join(header))
     for name in names if not args.synthetic else []:
+        began = time.perf_counter()
         module = parse_file(_path(name, "before_layout"))
+        parse_s = time.perf_counter() - began
         xla = parse_file(_path(name, "after_layout"))
         gc.freeze()
         for target in args.targets.split(","):
             row = run(name, module, target, args.time_limit, xla if target == "cpu" else None)
+            row["parse_s"] = round(parse_s, 2)
             rows.append(row)
             print(" | ".join(str(row.get(h, "")) for h in header), flush=True)
     for size in [int(n) for n in args.synthetic.split(",") if n]:
