@@ -16,7 +16,7 @@ from solver.dual_bound import dual_bound
 from solver.heuristics import heuristic
 from solver.options import SolveOptions
 from solver.problem import (
-    FORBIDDEN, Problem, Solution, Status, evaluate, memory_feasible, peak_memory, trivial_bound,
+    Problem, Solution, Status, evaluate, memory_feasible, peak_memory, trivial_bound,
 )
 from solver.reductions import Reduction, reduce_problem
 
@@ -164,17 +164,23 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
                         first_solution_ms=first_ms)
 
     if prepared is None:
-        reduction = reduce_problem(problem, options.passes, began + 0.3 * options.time_limit)
-        mark = lap("reduce", mark)
-    else:
-        reduction = prepared.reduction
-        timings.extend(prepared.timings_ms)
+        prepared = prepare(problem, options)
+        mark = time.perf_counter()
+    timings.extend(prepared.timings_ms)
+    reduction = prepared.reduction
     if reduction.problem is None:
         if quick is not None:
             raise SolveError("reductions proved infeasible a problem with a known solution")
         return Solution(Status.INFEASIBLE, timings_ms=tuple(timings),
                         message=reduction.infeasible or "")
     core, offset, postsolve = reduction.problem, reduction.offset, reduction.postsolve
+
+    def start_from(known: tuple[int, ...] | list[int], fill: tuple[int, ...] | None
+                   ) -> tuple[tuple[int, ...], int] | None:
+        """A known full assignment on the reduced problem, with its cost there."""
+        start = _projected_hint(core, postsolve, known, fill)
+        cost = None if start is None else _feasible_cost(core, start)
+        return None if cost is None else (start, cost)
 
     best: tuple[int, ...] | None = None
     best_cost: int | None = None
@@ -183,15 +189,11 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
         if first_ms is None:
             first_ms = (time.perf_counter() - began) * 1000
     else:
-        if hint is not None:
-            best = _projected_hint(core, postsolve, hint)
-            best_cost = None if best is None else _feasible_cost(core, best)
-            if best_cost is None:
-                best = None
-            else:
-                first_ms = (time.perf_counter() - began) * 1000
-                mark = lap("hint", mark)
-        if best is None:
+        hinted = None if hint is None else start_from(hint, None)
+        if hinted is not None:
+            (best, best_cost), first_ms = hinted, (time.perf_counter() - began) * 1000
+            mark = lap("hint", mark)
+        else:
             budget = min(options.heuristic_time, max(0.0, (deadline - mark) * 0.4))
             before = time.perf_counter()
             guess = heuristic(core, budget)
@@ -206,16 +208,14 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
             # partly expressible on the reduced problem (over the heuristic's answer),
             # the quick answer.
             for known in (hint, None if quick is None else quick[0]):
-                if known is None:
-                    continue
-                start = _projected_hint(core, postsolve, known, best)
-                cost = None if start is None else _feasible_cost(core, start)
-                if cost is not None and (best_cost is None or cost < best_cost):
-                    best, best_cost = start, cost
+                other = None if known is None else start_from(known, best)
+                if other is not None and (best_cost is None or other[1] < best_cost):
+                    best, best_cost = other
 
     status, bound, raw_status = Status.OPTIMAL, best_cost, None
     built = None
-    if best is not None and not _modelled_whole(core):
+    windowed = best is not None and not _modelled_whole(core)
+    if windowed:
         # Too large to model whole in time: CP-SAT on windows, the rest fixed. The
         # windows prove nothing, so a share of the time first goes to a real bound:
         # the LP dual with memory multipliers (:mod:`solver.dual_bound`).
@@ -230,18 +230,19 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
         mark = lap("window-search", mark)
         bound = max(trivial_bound(core), dual)
         status = Status.OPTIMAL if bound >= best_cost else Status.FEASIBLE
-    elif core.num_nodes and prepared is not None and prepared.model is not None:
-        built = prepared.model
-        if best is not None:
-            cpsat.add_hint(built, best)
-        mark = lap("add-hint", mark)
     elif core.num_nodes:
-        try:
-            built = cpsat.build_model(core, best, deadline)
-        except cpsat.BuildTimeout:
-            built = None
-        mark = lap("build", mark)
-    if core.num_nodes and built is None and "window-search" not in dict(timings):
+        built = prepared.model
+        if built is None and not _modelled_whole(core):
+            # Too large to model in time, but no start for the windows either.
+            try:
+                built = cpsat.build_model(core, None, deadline)
+            except cpsat.BuildTimeout:
+                built = None
+            mark = lap("build", mark)
+        if built is not None and best is not None:
+            cpsat.add_hint(built, best)
+            mark = lap("add-hint", mark)
+    if core.num_nodes and built is None and not windowed:
         # No time left for CP-SAT: the heuristic answer with the trivial bound.
         if best is None:
             return fallback("no feasible assignment found in time")
