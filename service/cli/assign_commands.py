@@ -15,26 +15,13 @@ from rich.console import Console
 from rich.table import Table
 
 from hlo.errors import HloError
-from hlo.parser import parse_file
 from hlo.passes import DEFAULT_PASSES, PassError, pass_names, passes_for_target
 from hlo.printer import print_module
 from hlo.target import load_target
+from service.cli.source import load_module
 from solver.layout_assignment.assign import AssignmentError, assign, score
 from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.report import summary, to_json
-
-
-def _load(path: Path):
-    try:
-        return parse_file(str(path))
-    except HloError as err:
-        loc = err.location
-        where = f"{path}:{loc.line}:{loc.column}" if loc is not None and loc.line else str(path)
-        typer.echo(f"{where}: error: {err.message}", err=True)
-        raise typer.Exit(code=2) from None
-    except OSError as err:
-        typer.echo(f"{path}: error: {err.strerror or err}", err=True)
-        raise typer.Exit(code=2) from None
 
 
 def _normalization(flag: bool | None, passes: str | None, target: str) -> tuple[str, ...] | None:
@@ -82,7 +69,7 @@ def register(app: typer.Typer) -> None:
         except HloError as err:
             typer.echo(f"error: {err.message}", err=True)
             raise typer.Exit(code=2) from None
-        module = _load(path)
+        module = load_module(path)
         # The parsed module lives until the command ends and holds no cycles: keep the
         # cyclic collector from rescanning it (on 10k-instruction modules its full
         # collections cost seconds).
@@ -125,7 +112,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the full JSON breakdown."),
     ) -> None:
         """The cost of the layouts already in FILE under the target's cost model."""
-        module = _load(path)
+        module = load_module(path)
         try:
             result = score(module, target)
         except HloError as err:

@@ -6,26 +6,15 @@ does not parse or breaks a structural rule (``FILE:LINE:COL: error: ...``).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import typer
 
 from hlo.errors import HloError
 from hlo.layout_verifier import verify_layouts
-from hlo.parser import parse_module, read_text
+from hlo.parser import parse_module
 from hlo.verifier import collect_errors
-
-
-def _located(err: HloError, path: Path, lines: list[str]) -> str:
-    """``FILE:LINE:COL: error: message`` plus the source line and a caret."""
-    loc = err.location
-    if loc is None:
-        return f"{path}: error: {err.message}"
-    if loc.source_line is None and 0 < loc.line <= len(lines):
-        loc = dataclasses.replace(loc, source_line=lines[loc.line - 1].rstrip("\r"))
-    loc = dataclasses.replace(loc, name=str(path))
-    return str(type(err)(err.message, loc))
+from service.cli.source import located, read_source
 
 
 def register(app: typer.Typer) -> None:
@@ -39,25 +28,16 @@ def register(app: typer.Typer) -> None:
             help="Compare tied layouts as XLA does (ignoring tiles)."),
     ) -> None:
         """Parse FILE and verify it; print a one-line summary when it is valid."""
-        try:
-            text = read_text(path)
-        except OSError as err:
-            typer.echo(f"{path}: error: {err.strerror or err}", err=True)
-            raise typer.Exit(code=2) from None
-        except UnicodeDecodeError as err:
-            typer.echo(f"{path}: error: {err}", err=True)
-            raise typer.Exit(code=2) from None
-        # Line numbers in errors count '\n' only, as the lexer does.
-        lines = text.split("\n")
+        text = read_source(path)
         try:
             module = parse_module(text, str(path))
         except HloError as err:
-            typer.echo(_located(err, path, lines), err=True)
+            typer.echo(located(err, path, text), err=True)
             raise typer.Exit(code=2) from None
         errors = collect_errors(module, source_name=str(path))
         if errors:
             for err in errors:
-                typer.echo(_located(err, path, lines), err=True)
+                typer.echo(located(err, path, text), err=True)
             raise typer.Exit(code=2)
         count = sum(len(c.instructions) for c in module.computations)
         summary = (f"{path}: OK: module '{module.name}', {len(module.computations)} "

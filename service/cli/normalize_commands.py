@@ -9,8 +9,6 @@ disagree in layout), with ``FILE:LINE:COL: error: ...`` on stderr.
 
 from __future__ import annotations
 
-import dataclasses
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -19,21 +17,11 @@ import typer
 from hlo.errors import HloError
 from hlo.ir import Module
 from hlo.layout_verifier import verify_layouts
-from hlo.parser import parse_module, read_text
+from hlo.parser import parse_module
 from hlo.passes import DEFAULT_PASSES, PASSES, PassError, apply_pass, pass_names
 from hlo.printer import print_module
 from hlo.verifier import collect_errors
-
-
-def _located(err: HloError, path: str, text: str) -> str:
-    """``FILE:LINE:COL: error: message`` with the source line and a caret."""
-    loc = err.location
-    if loc is None:
-        return f"{path}: error: {err.message}"
-    lines = text.splitlines()
-    if loc.source_line is None and 0 < loc.line <= len(lines):
-        loc = dataclasses.replace(loc, source_line=lines[loc.line - 1])
-    return str(type(err)(err.message, dataclasses.replace(loc, name=path)))
+from service.cli.source import located, read_source, source_name
 
 
 def register(app: typer.Typer) -> None:
@@ -59,7 +47,7 @@ def register(app: typer.Typer) -> None:
         short: bool = typer.Option(False, "--short", help="Print bare names, no operand shapes."),
     ) -> None:
         """Rewrite FILE with the normalization passes (default: normalize-reductions)."""
-        source = "<stdin>" if path == "-" else path
+        source = source_name(path)
         try:
             names = pass_names(passes)
         except PassError as e:
@@ -68,17 +56,13 @@ def register(app: typer.Typer) -> None:
         if not names:
             typer.echo("error: --passes names no pass", err=True)
             raise typer.Exit(code=2)
-        try:
-            text = sys.stdin.read() if path == "-" else read_text(path)
-        except (OSError, UnicodeDecodeError) as e:
-            typer.echo(f"{path}: error: {getattr(e, 'strerror', None) or e}", err=True)
-            raise typer.Exit(code=2) from None
+        text = read_source(path)
         try:
             module = parse_module(text, source)
             errors = collect_errors(module, source_name=source)
             if errors:
                 for err in errors:
-                    typer.echo(_located(err, source, text), err=True)
+                    typer.echo(located(err, path, text), err=True)
                 raise typer.Exit(code=2)
             for name in names:
                 module, noted = apply_pass(module, name)
@@ -87,7 +71,7 @@ def register(app: typer.Typer) -> None:
                 if verify and not _verified(module, name, source):
                     raise typer.Exit(code=1)
         except HloError as e:
-            typer.echo(_located(e, source, text), err=True)
+            typer.echo(located(e, path, text), err=True)
             raise typer.Exit(code=2) from None
         printed = print_module(module, short=short)
         if output is None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from hlo.errors import HloError
-from hlo.parser import parse_modules, read_text
+from hlo.parser import parse_modules
 from hlo.printer import print_module
+from service.cli.source import read_source, source_name
 
 
 def register(app: typer.Typer) -> None:
@@ -18,13 +17,9 @@ def register(app: typer.Typer) -> None:
         short: bool = typer.Option(False, "--short", help="Bare names, no operand shapes or signatures."),
     ) -> None:
         """Parse FILE and print it in canonical form (modules split by '// -----' stay split)."""
+        text = read_source(path)
         try:
-            text = sys.stdin.read() if path == "-" else read_text(path)
-        except (OSError, UnicodeDecodeError) as e:
-            typer.echo(f"{path}: error: {e}", err=True)
-            raise typer.Exit(code=2) from None
-        try:
-            modules = parse_modules(text, "<stdin>" if path == "-" else path)
+            modules = parse_modules(text, source_name(path))
         except HloError as e:
             typer.echo(str(e), err=True)
             raise typer.Exit(code=2) from None

@@ -16,21 +16,7 @@ import typer
 
 from hlo.equivalence import EquivalenceReport, compare_modules
 from hlo.errors import HloError
-from hlo.parser import parse_file
-from hlo.ir import Module
-
-
-def _load(path: Path) -> Module:
-    try:
-        return parse_file(str(path))
-    except HloError as err:
-        loc = err.location
-        where = f"{path}:{loc.line}:{loc.column}" if loc is not None else str(path)
-        typer.echo(f"{where}: error: {err.message}", err=True)
-        raise typer.Exit(code=2) from None
-    except OSError as err:
-        typer.echo(f"{path}: error: {err.strerror or err}", err=True)
-        raise typer.Exit(code=2) from None
+from service.cli.source import load_module
 
 
 def _summary(report: EquivalenceReport) -> list[str]:
@@ -61,8 +47,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     ) -> None:
         """Run ORIGINAL and REWRITTEN on the same random inputs and compare every output."""
-        first = _load(original)
-        second = _load(rewritten)
+        first = load_module(original)
+        second = load_module(rewritten)
         try:
             report = compare_modules(first, second, seed=seed, trials=trials, exact=exact)
         except HloError as err:
