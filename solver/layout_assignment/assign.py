@@ -200,6 +200,19 @@ def _prepare_exact(compiled: Compiled, options: SolveOptions) -> tuple[Problem, 
     return exact, prepare(exact, options), stated
 
 
+def _improve_best(compiled: Compiled, runs: dict[str, tuple[int, ...]], fast: dict[str, int]
+                  ) -> tuple[tuple[int, ...], int]:
+    """Local search on the true cost from the cheapest run (``fast``: true costs, filled
+    in); an improvement is added as run ``local-search``. Returns its answer and moves."""
+    fast.update({k: true_cost(compiled, v) for k, v in runs.items() if k not in fast})
+    start = min(runs, key=lambda k: (fast[k], _ORDER.index(k)))
+    improved, moves = improve(compiled, runs[start])
+    if moves:
+        runs["local-search"] = improved
+        fast["local-search"] = true_cost(compiled, improved)
+    return improved, moves
+
+
 def _labels_to_candidates(compiled: Compiled, labels) -> list[Candidate]:
     return [compiled.candidates[i][int(l)] for i, l in enumerate(labels)]
 
@@ -239,9 +252,8 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     # The true cost (copies shared by their uses) as a problem of its own: its optimum is
     # the true optimum and its proven bound a bound on the true cost. Its reductions and
     # model need no start, so they are made in a thread while CP-SAT (which releases the
-    # GIL) solves the per-use model.
-    # The per-use model is prepared first: its Python work would otherwise compete
-    # with the thread's for the GIL.
+    # GIL) solves the per-use model; that model is prepared first, as its Python work
+    # would otherwise compete with the thread's for the GIL.
     per_use = _solve_options(options, budget(0.4))
     per_use_prepared = prepare(problem, per_use)
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -255,12 +267,8 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
         model_cost["cp-sat"] = solution.objective
         # The best answer so far by true cost, improved by local search, starts the
         # exact solve (whose heuristic alone starts far worse on large modules).
-        fast = {k: true_cost(compiled, v) for k, v in runs.items()}
-        start = min(runs, key=lambda k: (fast[k], _ORDER.index(k)))
-        improved, moves = improve(compiled, runs[start])
-        if moves:
-            runs["local-search"] = improved
-            fast["local-search"] = true_cost(compiled, improved)
+        fast: dict[str, int] = {}
+        improved, moves = _improve_best(compiled, runs, fast)
         lap("local_search")
         exact, prepared, exact_ms = ahead.result()
     lap("exact_wait")
@@ -288,12 +296,8 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
         bound_status = f"exact {bound_status}, relaxed {bound_solution.status.value}"
     lower = max(bounds)
     fast.update({k: true_cost(compiled, v) for k, v in runs.items() if k not in fast})
-    best_run = min(runs, key=lambda k: (fast[k], _ORDER.index(k)))
-    if best_run != "local-search" and fast[best_run] > lower:
-        polished, more = improve(compiled, runs[best_run])
-        if more:
-            runs["local-search"], moves = polished, moves + more
-            fast["local-search"] = true_cost(compiled, polished)
+    if min(fast.values()) > lower:
+        moves += _improve_best(compiled, runs, fast)[1]
     lap("polish")
     # Rewrite and score (the true cost) in order of the fast estimate; a run whose
     # estimate is no better than the best scored one is reported by its estimate.
