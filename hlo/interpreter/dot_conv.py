@@ -58,7 +58,8 @@ def _dot(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     b = np.transpose(_widen(rhs, acc), (*rb, *rc, *rf)).reshape(
         int(np.prod(batch, dtype=np.int64)), k, int(np.prod(rfree, dtype=np.int64))
     )
-    out = np.matmul(a, b).reshape(*batch, *lfree, *rfree)
+    # A tuple, not unpacked arguments: a vector-vector dot has an empty result shape.
+    out = np.matmul(a, b).reshape((*batch, *lfree, *rfree))
     return _round(out, out_dtype)
 
 

@@ -154,9 +154,22 @@ class Machine:
             result = handler(self, instr, operands)
         except InterpretError:
             raise
-        except (ValueError, IndexError, TypeError, np.linalg.LinAlgError) as exc:
-            raise error_at(instr, f"{type(exc).__name__}: {exc}") from exc
+        except MemoryError:
+            raise error_at(instr, "out of memory while evaluating this instruction") from None
+        except RecursionError:
+            raise error_at(instr, "computations nest too deeply to evaluate") from None
+        except Exception as exc:  # noqa: BLE001  (any other failure is a defect: name where it happened)
+            raise error_at(instr, f"cannot evaluate on operands ({self._operand_text(instr)}): {exc}") from exc
         return self._conform(instr, result)
+
+    def _operand_text(self, instr: Instruction) -> str:
+        frame = self._frames[-1] if self._frames else {}
+        return ", ".join(
+            frame[o].shape.dims_text() if o in frame and isinstance(frame[o].shape, ArrayShape) else str(
+                frame[o].shape if o in frame else o
+            )
+            for o in instr.operands
+        )
 
     def _conform(self, instr: Instruction, result: Value) -> Value:
         shape = instr.shape
