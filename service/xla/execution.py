@@ -1,0 +1,284 @@
+"""Run laid-out modules in XLA:CPU with exactly their layouts; their outputs and their times.
+
+``run_modules([("xla", reference), ("ours", candidate)], reps=10)`` prints each module, feeds it
+the same inputs (seeded, or given) in its own entry parameter layouts, and runs it in a child
+process (:mod:`service.xla.child`) through the ``PRE_SCHEDULER`` swap: XLA schedules, emits
+and runs the module as written, so two modules that differ only in layouts can be timed
+against each other. The first module is the reference.
+
+How times are taken (ORACLES §3, learned on a shared 2-core machine): the child is pinned to
+one CPU; modules with the same entry layouts share one set of input buffers; after a warm-up,
+every round runs each module once, in a rotated order; the reference runs twice per round
+(A/B/A) so the noise floor is measured with the numbers. Ratios are paired: per round,
+candidate over reference, then the median and quartiles over rounds.
+
+A module the path cannot run is not an error: its :class:`Execution` carries a ``refusal``
+(a static reason from :mod:`service.xla.refusals`, XLA's compile error, or the abort message
+when XLA killed the child). Only a missing jax raises (:class:`~service.xla.errors.XlaUnavailable`).
+
+Example::
+
+    m = run_modules([("xla", parse_file("a.after_layout.hlo")), ("ours", ours)], reps=10)
+    m.executions[1].refusal          -> None
+    m.matches(1)                     -> Comparison(ok=True, exact=False, max_error=3e-07, ...)
+    m.ratio(1).median                -> 0.97   (ours / xla, paired)
+    m.noise().median                 -> 1.004  (xla / xla)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from hlo.equivalence import Difference, compare_values, module_tolerance, random_arguments
+from hlo.errors import HloError
+from hlo.interpreter.values import dtype_of, element_type_of, from_bits, to_bits
+from hlo.ir import Module
+from hlo.printer import print_module
+from hlo.shape import ArrayShape
+from service.xla.availability import require_xla
+from service.xla.refusals import refusal_reason
+
+CHILD = Path(__file__).with_name("child.py")
+#: Float inputs are normal with this standard deviation (keeps exp/tanh chains well-conditioned).
+FLOAT_SCALE = 0.25
+_AGAIN = "#again"
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """One module on the path: its output leaves (logical order), or why it did not run."""
+
+    label: str
+    outputs: tuple[np.ndarray, ...] = ()
+    refusal: str | None = None
+    times_ms: tuple[float, ...] = ()
+
+    @property
+    def ran(self) -> bool:
+        return self.refusal is None
+
+    @property
+    def median_ms(self) -> float | None:
+        return float(np.median(self.times_ms)) if self.times_ms else None
+
+    @property
+    def min_ms(self) -> float | None:
+        return float(min(self.times_ms)) if self.times_ms else None
+
+
+@dataclass(frozen=True, slots=True)
+class PairedRatio:
+    """Per-round ratios ``a/b`` summarized: median and quartiles."""
+
+    median: float
+    low: float  # 25th percentile
+    high: float  # 75th percentile
+    rounds: int
+
+    @staticmethod
+    def of(a: Sequence[float], b: Sequence[float]) -> PairedRatio | None:
+        if not a or len(a) != len(b):
+            return None
+        ratios = np.asarray(a, float) / np.asarray(b, float)
+        low, median, high = np.percentile(ratios, [25, 50, 75])
+        return PairedRatio(float(median), float(low), float(high), len(ratios))
+
+    def to_json(self) -> dict[str, float | int]:
+        return {"median": round(self.median, 4), "p25": round(self.low, 4),
+                "p75": round(self.high, 4), "rounds": self.rounds}
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A module's outputs against the reference's."""
+
+    ok: bool
+    exact: bool
+    max_error: float
+    difference: Difference | None = None
+    message: str | None = None  # the outputs cannot be compared (shapes differ)
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    executions: tuple[Execution, ...]  # [0] is the reference
+    reference_again_ms: tuple[float, ...] = ()  # the reference's second run per round (A/B/A)
+    rtol: float = 0.0
+    cpu: int | None = None
+    seed: int = 0
+
+    def ratio(self, index: int) -> PairedRatio | None:
+        """Paired time ratio of module ``index`` over the reference."""
+        return PairedRatio.of(self.executions[index].times_ms, self.executions[0].times_ms)
+
+    def noise(self) -> PairedRatio | None:
+        """The reference against itself (A/A): the noise floor of :meth:`ratio`."""
+        return PairedRatio.of(self.reference_again_ms, self.executions[0].times_ms)
+
+    def matches(self, index: int) -> Comparison | None:
+        """Module ``index``'s outputs against the reference's; ``None`` if either did not run."""
+        ref, got = self.executions[0], self.executions[index]
+        if not (ref.ran and got.ran):
+            return None
+        try:
+            diff, exact, err = compare_values(tuple(ref.outputs), tuple(got.outputs),
+                                              exact=False, rtol=self.rtol)
+        except HloError as exc:
+            return Comparison(False, False, 0.0, None, exc.message)
+        return Comparison(diff is None, exact, err, diff)
+
+
+def run_modules(
+    modules: Sequence[tuple[str, Module]],
+    *,
+    inputs: Sequence[np.ndarray] | None = None,
+    seed: int = 0,
+    reps: int = 0,
+    warmup: int = 1,
+    pin_cpu: bool = True,
+    timeout_s: float = 600.0,
+) -> Measurement:
+    """Run every module on the same inputs; with ``reps > 0`` also time them (see module doc)."""
+    require_xla()
+    if not modules:
+        return Measurement((), seed=seed)
+    labels = [label for label, _ in modules]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"module labels must be distinct: {labels}")
+    reference = modules[0][1]
+    refusals = {label: refusal_reason(module) for label, module in modules}
+    signature = _signature(reference)
+    for label, module in modules[1:]:
+        if refusals[label] is None and _signature(module) != signature:
+            refusals[label] = (f"entry parameters ({', '.join(_signature(module))}) differ from "
+                               f"the reference's ({', '.join(signature)})")
+    if inputs is None:
+        inputs = random_arguments(reference, np.random.default_rng(seed), FLOAT_SCALE)
+    with tempfile.TemporaryDirectory(prefix="hlo-layout-xla-") as tmp:
+        work = Path(tmp)
+        keys = {}
+        for k, (label, module) in enumerate(modules):
+            if refusals[label] is None:
+                keys[label] = f"m{k}"
+                (work / f"m{k}.hlo").write_text(print_module(module))
+        _write_inputs(work / "inputs.npz", inputs)
+        result, crash = {}, None
+        if keys:
+            result, crash = _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s)
+        if crash is not None:
+            result = _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, crash)
+        executions = []
+        for label, _ in modules:
+            executions.append(_execution(work, label, keys.get(label), result, refusals))
+        again = result.get("times_ms", {}).get(keys.get(labels[0], "") + _AGAIN, [])
+    return Measurement(tuple(executions), tuple(again), module_tolerance(*(m for _, m in modules)),
+                       result.get("cpu"), seed)
+
+
+def _signature(module: Module) -> list[str]:
+    return [p.shape.dims_text() if isinstance(p.shape, ArrayShape) else str(p.shape)
+            for p in module.entry.parameter_instructions()]
+
+
+def _write_inputs(path: Path, inputs: Sequence[np.ndarray]) -> None:
+    np.savez(path, **{f"a{i}": (a if a.dtype == np.bool_ else to_bits(np.asarray(a)))
+                      for i, a in enumerate(inputs)})
+
+
+def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s):
+    """(result, None), or ({}, why) when the child died without a result."""
+    order = list(keys.values())
+    if order and reps > 0:
+        order.append(order[0] + _AGAIN)
+    job = {
+        "mode": "run",
+        "modules": {key: str(work / f"{key}.hlo") for key in keys.values()},
+        "inputs": str(work / "inputs.npz"),
+        "types": [element_type_of(np.asarray(a).dtype) for a in inputs],
+        "out": str(work),
+        "order": order if reps > 0 else [],
+        "reps": reps,
+        "warmup": warmup,
+        "cpu": 10**6 if pin_cpu else None,  # not an allowed CPU: the child takes the last one
+    }
+    return call_child(work, job, timeout_s)
+
+
+def call_child(work: Path, job: dict, timeout_s: float) -> tuple[dict, str | None]:
+    """Run the child on ``job``: (its result, None) or ({}, why it died)."""
+    job_path, result_path = work / "job.json", work / "result.json"
+    result_path.unlink(missing_ok=True)
+    job_path.write_text(json.dumps(job))
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    try:
+        proc = subprocess.run([sys.executable, str(CHILD), str(job_path), str(result_path)],
+                              capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        return {}, f"XLA did not finish within {timeout_s:g} s"
+    if proc.returncode == 0 and result_path.exists():
+        return json.loads(result_path.read_text()), None
+    return {}, abort_message(proc.returncode, proc.stderr)
+
+
+def abort_message(returncode: int, stderr: str) -> str:
+    """XLA's last words: the ``Check failed`` line when there is one, else the last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    picked = next((line for line in lines if "Check failed" in line or "FATAL" in line), None)
+    picked = picked or (lines[-1] if lines else "no message")
+    if returncode < 0:
+        try:
+            how = signal.Signals(-returncode).name
+        except ValueError:
+            how = f"signal {-returncode}"
+        return f"XLA aborted the process ({how}): {picked}"
+    return f"XLA's process failed (exit {returncode}): {picked}"
+
+
+def _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, crash):
+    """The joint run died: run each module alone to find who killed it, then time the rest."""
+    survivors = {}
+    for label, key in keys.items():
+        _, died = _run_child(work, {label: key}, inputs, 0, 0, pin_cpu, timeout_s)
+        if died is None:
+            survivors[label] = key
+        else:
+            refusals[label] = died
+    for label in [label for label in keys if label not in survivors]:
+        del keys[label]
+    if not survivors:
+        return {}
+    result, died = _run_child(work, survivors, inputs, reps, warmup, pin_cpu, timeout_s)
+    if died is not None:
+        for label in survivors:
+            refusals[label] = f"{died} (while timing the modules together; {crash})"
+        keys.clear()
+        return {}
+    return result
+
+
+def _execution(work: Path, label: str, key: str | None, result: dict, refusals: dict) -> Execution:
+    if key is None:
+        return Execution(label, refusal=refusals.get(label) or "not run")
+    entry = result.get("modules", {}).get(key)
+    if entry is None:
+        why = result.get("error")
+        return Execution(label, refusal=f"XLA failed: {why}" if why else refusals.get(label) or "not run")
+    if "error" in entry:
+        return Execution(label, refusal=f"XLA refused to compile or run it: {entry['error']}")
+    data = np.load(work / f"{key}.npz")
+    outputs = []
+    for i, t in enumerate(entry["types"]):
+        raw = data[f"o{i}"]
+        outputs.append(raw.astype(bool) if t == "pred" else from_bits(raw, dtype_of(t)))
+    times = tuple(result.get("times_ms", {}).get(key, ()))
+    return Execution(label, tuple(outputs), None, times)

@@ -1,0 +1,92 @@
+"""Modules the XLA:CPU execution path cannot run as given, and why (checked before running).
+
+The path compiles the module we hand XLA at ``PRE_SCHEDULER``, after XLA's fusion and copy
+insertion have already run on another module, so nothing adapts ours. What that rules out was
+measured (ORACLES §3):
+
+- a ``scatter`` outside a fusion: XLA:CPU's thunk emitter has no standalone scatter;
+- a ``while`` loop: its state is updated in place, and without the copies copy insertion would
+  add the loop aborts in buffer assignment or computes wrong numbers;
+- arrays without a layout: the point of the path is to run exactly the layouts written;
+- entry parameters that are tuples or tokens, or element types numpy cannot hold: the inputs
+  are made on the host, one array per parameter.
+
+A module that passes these checks may still be refused by XLA's compiler (e.g. a ``TopK``
+custom-call operand that is not dim-0-major); that refusal carries XLA's own message.
+"""
+
+from __future__ import annotations
+
+from hlo.ir import Module
+from hlo.shape import ArrayShape, TupleShape, leaf_arrays
+
+#: element types the child process feeds and reads back (numpy + ml_dtypes)
+FED_TYPES = frozenset({
+    "pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64",
+    "f16", "f32", "f64", "bf16", "c64", "c128", "f8e4m3fn", "f8e5m2",
+})
+
+#: opcode -> why a module holding it outside a fusion cannot run on this path
+UNSUPPORTED_OPCODES: dict[str, str] = {
+    "scatter": "XLA:CPU runs a scatter only inside a fusion (its thunk emitter has no "
+    "standalone scatter), and this path runs the module unfused",
+    "while": "a while loop updates its state in place and needs the copies XLA's copy "
+    "insertion adds (else buffer assignment aborts or the numbers are wrong); this path runs "
+    "the module after copy insertion, as written",
+}
+
+
+def refusal_reason(module: Module) -> str | None:
+    """Why ``module`` cannot run on the path, or ``None`` when it can be tried."""
+    return _opcode_reason(module) or _layout_reason(module) or _parameter_reason(module)
+
+
+def _fused_computations(module: Module) -> set[str]:
+    return {
+        name
+        for comp in module.computations
+        for instr in comp.instructions
+        if instr.opcode == "fusion"
+        for name in instr.called_computations()
+    }
+
+
+def _opcode_reason(module: Module) -> str | None:
+    fused = _fused_computations(module)
+    for comp in module.computations:
+        if comp.name in fused:
+            continue
+        for instr in comp.instructions:
+            why = UNSUPPORTED_OPCODES.get(instr.opcode)
+            if why is not None:
+                return f"%{instr.name} is a {instr.opcode}: {why}"
+    return None
+
+
+def _layout_reason(module: Module) -> str | None:
+    for comp in module.computations:
+        for instr in comp.instructions:
+            for _, array in leaf_arrays(instr.shape):
+                if array.layout is None and array.rank > 0:  # scalars print no layout
+                    return (
+                        f"%{instr.name} in {comp.name} has no layout: the module is not laid "
+                        "out (run `hlo-layout assign` first)"
+                    )
+    entry = module.attr("entry_computation_layout")
+    if entry is not None:
+        shapes = (*entry.parameters, entry.result)
+        for shape in shapes:
+            if any(a.layout is None and a.rank > 0 for _, a in leaf_arrays(shape)):
+                return "the entry_computation_layout leaves a layout AUTO: fix it first"
+    return None
+
+
+def _parameter_reason(module: Module) -> str | None:
+    for param in module.entry.parameter_instructions():
+        if isinstance(param.shape, TupleShape) or not isinstance(param.shape, ArrayShape):
+            return f"entry parameter %{param.name} is a {param.shape}: only arrays are fed"
+        if param.shape.element_type not in FED_TYPES:
+            return f"entry parameter %{param.name} has element type {param.shape.element_type}"
+        if param.shape.dynamic and any(param.shape.dynamic):
+            return f"entry parameter %{param.name} has dynamic dimensions"
+    return None

@@ -1,0 +1,140 @@
+"""The XLA:CPU execution path (service.xla): outputs, refusals, XLA's layouts, stages.
+
+The oracles are numpy (what the small modules compute) and XLA's own compiler (what it
+refuses). No test asserts a time: timing runs only check the shape of what comes back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import shared_path
+
+from hlo.parser import parse_file, parse_module
+from service.xla import availability
+from service.xla.errors import XlaUnavailable
+from service.xla.execution import abort_message, run_modules
+from service.xla.layout_pass import xla_layout_assignment
+from service.xla.refusals import refusal_reason
+from service.xla.stages import dump_stages
+
+pytestmark = pytest.mark.xla
+
+ROW_MAJOR = """HloModule transpose_row, entry_computation_layout={(f32[3,5]{1,0})->f32[5,3]{1,0}}
+ENTRY %e (p: f32[3,5]) -> f32[5,3] {
+  %p = f32[3,5]{1,0} parameter(0)
+  %t = f32[5,3]{0,1} transpose(%p), dimensions={1,0}
+  ROOT %c = f32[5,3]{1,0} copy(%t)
+}
+"""
+
+# The same function with the parameter column-major and a standalone transpose.
+COLUMN_MAJOR = """HloModule transpose_col, entry_computation_layout={(f32[3,5]{0,1})->f32[5,3]{1,0}}
+ENTRY %e (p: f32[3,5]) -> f32[5,3] {
+  %p = f32[3,5]{0,1} parameter(0)
+  %n = f32[3,5]{0,1} negate(%p)
+  %m = f32[3,5]{0,1} negate(%n)
+  ROOT %t = f32[5,3]{1,0} transpose(%m), dimensions={1,0}
+}
+"""
+
+# Wrong on purpose: it negates once, so its outputs differ from the reference.
+NEGATED = COLUMN_MAJOR.replace("  %m = f32[3,5]{0,1} negate(%n)\n", "").replace("(%m)", "(%n)")
+
+TOPK = """HloModule topk, entry_computation_layout={(f32[4,16]{1,0})->(f32[4,3]{1,0}, s32[4,3]{1,0})}
+%greater (a: f32[], b: f32[], c: s32[], d: s32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  %c = s32[] parameter(2)
+  %d = s32[] parameter(3)
+  ROOT %gt = pred[] compare(%a, %b), direction=GT
+}
+ENTRY %e (x: f32[4,16]) -> (f32[4,3], s32[4,3]) {
+  %x = f32[4,16]{1,0} parameter(0)
+  %y = f32[4,16]{LAYOUT} copy(%x)
+  ROOT %top = (f32[4,3]{1,0}, s32[4,3]{1,0}) custom-call(%y), custom_call_target="TopK", called_computations={%greater}
+}
+"""
+
+
+def test_outputs_match_numpy_whatever_the_layouts():
+    x = np.arange(15, dtype=np.float32).reshape(3, 5) - 7.0
+    run = run_modules(
+        [("row", parse_module(ROW_MAJOR)), ("col", parse_module(COLUMN_MAJOR)),
+         ("neg", parse_module(NEGATED))],
+        inputs=[x],
+    )
+    assert [e.refusal for e in run.executions] == [None, None, None]
+    for execution in run.executions[:2]:
+        np.testing.assert_array_equal(execution.outputs[0], x.T)
+    np.testing.assert_array_equal(run.executions[2].outputs[0], -x.T)
+    assert run.matches(1).ok and run.matches(1).exact
+    assert not run.matches(2).ok and run.matches(2).difference is not None
+
+
+def test_timing_rounds_and_the_reference_twice():
+    run = run_modules([("row", parse_module(ROW_MAJOR)), ("col", parse_module(COLUMN_MAJOR))],
+                      seed=3, reps=4, warmup=1)
+    assert [len(e.times_ms) for e in run.executions] == [4, 4]
+    assert len(run.reference_again_ms) == 4
+    assert run.ratio(1).rounds == 4 and run.noise().rounds == 4
+    assert run.ratio(1).low <= run.ratio(1).median <= run.ratio(1).high
+    assert all(t > 0 for t in run.executions[0].times_ms)
+
+
+def test_topk_operand_layout_is_checked_by_xla_compiler_not_only_its_parser():
+    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
+    good = parse_module(TOPK.replace("LAYOUT", "1,0"))
+    bad = parse_module(TOPK.replace("LAYOUT", "0,1"))
+    run = run_modules([("good", good), ("bad", bad)], inputs=[x])
+    values, indices = run.executions[0].outputs
+    np.testing.assert_array_equal(values, -np.sort(-x, axis=1)[:, :3])
+    np.testing.assert_array_equal(np.take_along_axis(x, indices, 1), values)
+    assert run.executions[1].refusal.startswith("XLA refused to compile or run it")
+    assert "Dim0Major" in run.executions[1].refusal
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("scatter_ops", "is a scatter"), ("rnn_scan_fwd", "is a while"),
+     ("attention_fwd", None)],
+)
+def test_refusals_of_corpus_modules(name, expected):
+    reason = refusal_reason(parse_file(shared_path("corpus", f"{name}.after_layout.hlo")))
+    assert reason == expected if expected is None else expected in reason
+
+
+def test_a_module_without_layouts_is_refused_before_running():
+    text = ROW_MAJOR.replace("{1,0}", "").replace("{0,1}", "")
+    run = run_modules([("plain", parse_module(text))])
+    assert "has no layout" in run.executions[0].refusal
+
+
+def test_abort_message_names_the_check_that_failed():
+    stderr = "noise\nF0000 00:00 buffer_assignment.cc:1] Check failed: x == y \n*** Check failure\n"
+    assert abort_message(-6, stderr) == (
+        "XLA aborted the process (SIGABRT): F0000 00:00 buffer_assignment.cc:1] Check failed: x == y"
+    )
+
+
+def test_xla_layout_assignment_of_a_corpus_module_runs_and_agrees():
+    before = shared_path("corpus", "reduce_3d.before_layout.hlo").read_text()
+    theirs = parse_module(xla_layout_assignment(before))
+    assert refusal_reason(theirs) is None
+    reference = parse_file(shared_path("corpus", "reduce_3d.after_layout.hlo"))
+    run = run_modules([("corpus", reference), ("fresh", theirs)], seed=1)
+    assert run.matches(1).ok
+
+
+def test_dump_stages_gives_three_parseable_stages():
+    stages = dump_stages(lambda x: (x @ x.T).sum(0), np.ones((8, 4), np.float32), name="gram")
+    assert stages.name == "gram"
+    modules = [parse_module(t) for t in (stages.pre, stages.before_layout, stages.after_layout)]
+    assert refusal_reason(modules[2]) is None
+    assert any(i.opcode == "dot" for i in modules[1].entry.instructions)
+
+
+def test_missing_jax_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(availability.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(XlaUnavailable, match=r"pip install 'hlo-layout\[xla\]'"):
+        run_modules([("row", parse_module(ROW_MAJOR))])
