@@ -8,8 +8,9 @@ XLA's operation semantics; only ``bitcast`` and width-changing
 
 Choices where HLO leaves freedom (documented in the op modules): float dots,
 convolutions and add/multiply reductions accumulate in f64 and round once;
-16-bit floats are rounded after every instruction; ``sort`` is stable;
-``rng``/``rng-bit-generator`` are deterministic stand-ins.
+16-bit floats are rounded after every instruction; ``sort`` is stable.
+``rng-bit-generator`` gives XLA's exact bits (:mod:`hlo.interpreter.random`);
+the legacy ``rng`` op, seeded outside the module by XLA, is refused.
 
 Collectives: ``evaluate`` runs the module as participant (replica 0, partition
 0); a collective whose group holds other participants raises, and
