@@ -129,6 +129,14 @@ def score(module: Module, target: Any, options: Options) -> Produced:
     return Produced(result.to_json())
 
 
+def model_cost(module: Module, target: Any) -> int | None:
+    """The cost model's price of ``module``'s own layouts (ns), ``None`` if it cannot price it."""
+    try:
+        return score_layouts(module, target).total
+    except HloError:
+        return None
+
+
 def normalize(module: Module, target: Any, options: Options) -> Produced:
     assert isinstance(options, NormalizeOptions)
     rewritten, passes, notes, timings = _run_passes(module, options.passes)

@@ -113,8 +113,19 @@ class VerifyOptions:
     trials: Annotated[int, Ge(1), Le(64)] = 3
 
 
+@_STRICT
+@dataclass(frozen=True, slots=True)
+class MeasureOptions:
+    """Options of ``measure``: the seeded inputs and how many timed rounds (0: outputs only)."""
+
+    seed: Annotated[int, Ge(0), Le(2**31 - 1)] = 0
+    reps: Annotated[int, Ge(0), Le(1000)] = 10
+    warmup: Annotated[int, Ge(0), Le(100)] = 2
+
+
 Options = (
     AssignOptions | ScoreOptions | NormalizeOptions | FormatOptions | CheckOptions | VerifyOptions
+    | MeasureOptions
 )
 
 

@@ -32,6 +32,7 @@ from service.options import (
     AssignOptions,
     CheckOptions,
     FormatOptions,
+    MeasureOptions,
     NormalizeOptions,
     Options,
     ScoreOptions,
@@ -47,6 +48,7 @@ class Operation(str, enum.Enum):
     FORMAT = "format"
     CHECK = "check"
     VERIFY = "verify"
+    MEASURE = "measure"
 
 
 OPTIONS_OF: dict[Operation, type] = {
@@ -56,6 +58,7 @@ OPTIONS_OF: dict[Operation, type] = {
     Operation.FORMAT: FormatOptions,
     Operation.CHECK: CheckOptions,
     Operation.VERIFY: VerifyOptions,
+    Operation.MEASURE: MeasureOptions,
 }
 
 NEEDS_TARGET = frozenset({Operation.ASSIGN, Operation.SCORE})
@@ -142,7 +145,21 @@ class VerifyRequest:
         return Operation.VERIFY
 
 
-Request = ModuleRequest | VerifyRequest
+@dataclass(frozen=True, slots=True)
+class MeasureRequest:
+    """Laid-out modules to run and time in XLA:CPU, ``(label, text)``; the first is the
+    reference. ``target`` prices them with the cost model, for the predicted ratios."""
+
+    modules: tuple[tuple[str, str], ...]
+    target: TargetSpec = "cpu"
+    options: MeasureOptions = MeasureOptions()
+
+    @property
+    def operation(self) -> Operation:
+        return Operation.MEASURE
+
+
+Request = ModuleRequest | VerifyRequest | MeasureRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +213,13 @@ def request_to_json(request: Request) -> dict[str, Any]:
             "rewritten": request.rewritten,
             "options": options_to_json(request.options),
         }
+    if isinstance(request, MeasureRequest):
+        return {
+            "operation": Operation.MEASURE.value,
+            "modules": [list(m) for m in request.modules],
+            "target": request.target.data if isinstance(request.target, InlineTarget) else request.target,
+            "options": options_to_json(request.options),
+        }
     target: Any = request.target
     if isinstance(target, InlineTarget):
         target = target.data
@@ -221,6 +245,17 @@ def run(request: Request) -> Outcome:
     try:
         if isinstance(request, VerifyRequest):
             produced = _verify(request)
+        elif isinstance(request, MeasureRequest):
+            produced = _measure(request)
+        elif request.operation not in _MODULE_OPERATIONS:
+            raise OperationFailed(
+                Failure(
+                    FailureType.INVALID_OPTION,
+                    f"{request.operation.value} compares several modules: it is not an "
+                    "operation on one module",
+                    field="operation",
+                )
+            )
         else:
             expected = OPTIONS_OF[request.operation]
             if not isinstance(request.options, expected):
@@ -365,6 +400,26 @@ def _verify(request: VerifyRequest) -> Produced:
     return Produced(
         {"original": original.name, "rewritten": rewritten.name, **comparison.to_json()}
     )
+
+
+def _measure(request: MeasureRequest) -> Produced:
+    """Run the modules in XLA:CPU (:mod:`service.measurement`); XLA missing is NOT_AVAILABLE."""
+    from service.measurement import measure_report
+    from service.xla.errors import XlaError
+
+    modules = []
+    for k, (label, text) in enumerate(request.modules):
+        module = _parse(text, label, f"modules.{k}")
+        _verify_structure(module, f"modules.{k}")
+        modules.append((label, module))
+    target = load_target(request.target)
+    options = request.options
+    try:
+        data = measure_report(modules, target, seed=options.seed, reps=options.reps,
+                              warmup=options.warmup)
+    except XlaError as exc:
+        raise OperationFailed(Failure(FailureType.NOT_AVAILABLE, exc.message)) from exc
+    return Produced(data)
 
 
 def _layout_operation(request: ModuleRequest) -> Produced:

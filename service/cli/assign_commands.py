@@ -18,7 +18,9 @@ from hlo.errors import HloError
 from hlo.passes import DEFAULT_PASSES, PassError, pass_names, passes_for_target
 from hlo.printer import print_module
 from hlo.target import load_target
+from service.cli.measure_commands import print_measured
 from service.cli.source import load_module
+from service.measurement import exit_code
 from solver.layout_assignment.assign import AssignmentError, assign, score
 from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.report import summary, to_json
@@ -42,6 +44,20 @@ def _normalization(flag: bool | None, passes: str | None, target: str) -> tuple[
     return passes_for_target(load_target(target)) or DEFAULT_PASSES
 
 
+def measured_report(module, ours, target: str, baseline: Path | None, reps: int) -> dict:
+    """The ``measured`` section (exit 2 when jax is missing or the baseline is bad)."""
+    from service.measurement import measured_section
+    from service.xla.errors import XlaError
+
+    theirs = load_module(baseline) if baseline is not None else None
+    try:
+        return measured_section(module, ours, target, baseline=theirs,
+                                baseline_name=str(baseline) if baseline else None, reps=reps)
+    except XlaError as err:
+        typer.echo(f"error: {err.message}", err=True)
+        raise typer.Exit(code=2) from None
+
+
 def register(app: typer.Typer) -> None:
     @app.command("assign")
     def assign_command(
@@ -59,6 +75,15 @@ def register(app: typer.Typer) -> None:
                  "--normalize on a target that asks for none runs normalize-reductions)."),
         passes: str | None = typer.Option(
             None, "--passes", help="Comma-separated normalization passes to run, in order."),
+        measure: bool = typer.Option(
+            False, "--measure",
+            help="Run the result and XLA's own layouts in XLA:CPU and add a 'measured' section "
+                 "(needs the xla extra)."),
+        baseline: Path | None = typer.Option(
+            None, "--baseline",
+            help="XLA's layouts from this laid-out module instead of XLA's layout-assignment "
+                 "pass (implies --measure)."),
+        reps: int = typer.Option(10, "--reps", min=1, help="Timed rounds for --measure."),
     ) -> None:
         """Assign layouts to FILE; print the module (or write it to -o) and a summary."""
         if entry_layout not in ("fixed", "auto"):
@@ -82,13 +107,19 @@ def register(app: typer.Typer) -> None:
         except (HloError, AssignmentError) as err:
             typer.echo(f"{path}: error: {getattr(err, 'message', err)}", err=True)
             raise typer.Exit(code=2) from None
+        measured = None
+        if measure or baseline is not None:
+            measured = measured_report(module, result.module, target, baseline, reps)
         text = print_module(result.module)
         if out is not None:
             out.write_text(text)
         else:
             typer.echo(text, nl=False)
         if report is not None:
-            report.write_text(json.dumps(to_json(result), indent=1))
+            data = to_json(result)
+            if measured is not None:
+                data["measured"] = measured
+            report.write_text(json.dumps(data, indent=1))
         s = summary(result)
         table = Table(title=f"{s['module']} on {s['target']}")
         for key in ("status", "objective_ns", "lower_bound_ns", "default_ns", "greedy_ns",
@@ -100,6 +131,11 @@ def register(app: typer.Typer) -> None:
         table.add_row("normalized", (", ".join(norm.passes) or "none") + (
             f" ({len(norm.reductions_normalized)} reduces)" if norm.passes else ""))
         Console(stderr=out is None).print(table)
+        if measured is not None:
+            print_measured(measured, Console(stderr=out is None, width=120))
+            code = exit_code(measured)
+            if code:
+                raise typer.Exit(code=code)
         if result.violations:
             for v in result.violations:
                 typer.echo(f"{path}: error: {v}", err=True)

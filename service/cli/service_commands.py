@@ -133,8 +133,8 @@ def register(app: typer.Typer) -> None:
         options = _options(op, {k: v for k, v in given.items() if v is not None})
         # The same default target as ``hlo-layout assign``.
         spec_target = _target(target or "cpu") if op in NEEDS_TARGET else _target(target)
-        if op is Operation.VERIFY:
-            typer.echo("error: verify compares two modules; use 'hlo-layout verify'", err=True)
+        if op in (Operation.VERIFY, Operation.MEASURE):
+            typer.echo(f"error: {op.value} compares modules; use 'hlo-layout {op.value}'", err=True)
             raise typer.Exit(code=2)
         try:
             modules = collect_inputs(inputs)

@@ -16,6 +16,7 @@ import typer
 
 from hlo.equivalence import EquivalenceReport, compare_modules
 from hlo.errors import HloError
+from hlo.ir import Module
 from service.cli.source import load_module
 
 
@@ -36,6 +37,28 @@ def _summary(report: EquivalenceReport) -> list[str]:
     return lines
 
 
+def _xla_check(original: Module, rewritten: Module, seed: int) -> dict:
+    from service.measurement import xla_check
+    from service.xla.errors import XlaError
+
+    try:
+        return xla_check(original, rewritten, seed=seed)
+    except XlaError as err:
+        typer.echo(f"error: {err.message}", err=True)
+        raise typer.Exit(code=2) from None
+
+
+def _xla_summary(checked: dict) -> list[str]:
+    if not checked["ran"]:
+        return [f"XLA:CPU: cannot run: {checked['refusal']}"]
+    if checked["outputs_match"]:
+        how = "bit for bit" if checked["exact"] else (
+            f"within tolerance (max normwise error {checked['max_error']:.3g})")
+        return [f"XLA:CPU: the rewritten module, run with its layouts, matches XLA's execution "
+                f"of the original: {how}"]
+    return [f"XLA:CPU: NOT equivalent to XLA's execution of the original: {checked['difference']}"]
+
+
 def register(app: typer.Typer) -> None:
     @app.command("verify")
     def verify(
@@ -45,6 +68,10 @@ def register(app: typer.Typer) -> None:
         trials: int = typer.Option(1, "--trials", min=1, help="Number of random input sets."),
         exact: bool = typer.Option(False, "--exact", help="Require bit-identical floats."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+        xla: bool = typer.Option(
+            False, "--xla",
+            help="Also run REWRITTEN in XLA:CPU with exactly its layouts and compare it with "
+                 "XLA's execution of ORIGINAL (needs the xla extra)."),
     ) -> None:
         """Run ORIGINAL and REWRITTEN on the same random inputs and compare every output."""
         first = load_module(original)
@@ -54,9 +81,16 @@ def register(app: typer.Typer) -> None:
         except HloError as err:
             typer.echo(f"{rewritten}: error: {err.message}", err=True)
             raise typer.Exit(code=2) from None
+        checked = _xla_check(first, second, seed) if xla else None
         if as_json:
-            typer.echo(json.dumps(report.to_json(), indent=2))
+            data = report.to_json()
+            if checked is not None:
+                data["xla"] = checked
+            typer.echo(json.dumps(data, indent=2))
         else:
-            for line in _summary(report):
+            for line in _summary(report) + (_xla_summary(checked) if checked else []):
                 typer.echo(line)
-        raise typer.Exit(code=0 if report.ok else 1)
+        if checked is not None and not checked["ran"]:
+            raise typer.Exit(code=2)
+        xla_ok = checked is None or checked["outputs_match"]
+        raise typer.Exit(code=0 if report.ok and xla_ok else 1)

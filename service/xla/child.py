@@ -6,7 +6,8 @@ whole process on some inputs (a CHECK failure): the parent (:mod:`service.xla.ex
 is none. One job, one mode:
 
 - ``run``: compile each module through the ``PRE_SCHEDULER`` swap (XLA schedules and emits the
-  module we give it, with exactly its layouts), feed it the inputs in its entry parameter
+  module we give it, with exactly its layouts; keys listed in ``plain`` go through XLA's whole
+  pipeline instead: its own layouts and fusion, the semantics oracle), feed it the inputs in its entry parameter
   layouts, write every output leaf to ``OUT/KEY.npz``; with ``reps > 0`` then time the modules
   round by round in the ``order`` given (a label may repeat: the reference twice is A/B/A), on
   one shared set of input buffers per parameter layout.
@@ -80,8 +81,11 @@ class Compiler:
         comp = self._hlo.XlaComputation(proto)
         return comp.name(), proto, self._jax.mlir.xla_computation_to_mlir_module(comp)
 
-    def compile_swapped(self, text: str):
-        name, proto, mlir = self._mlir(text)
+    def compile_swapped(self, text: str, carrier: str):
+        """Compile ``carrier`` (same name and entry layouts; XLA's passes must accept it) and
+        swap ``text`` in at PRE_SCHEDULER: the executable runs ``text`` as written."""
+        name, proto, _ = self._mlir(text)
+        _, _, mlir = self._mlir(carrier)
         self._swap, self.swapped = (name, proto), False
         try:
             exe = self.backend.compile_and_load(mlir, self._jax.DeviceList((self.device,)))
@@ -90,6 +94,11 @@ class Compiler:
         if not self.swapped:
             raise RuntimeError("XLA never offered the module to the swap hook")
         return exe
+
+    def compile_plain(self, text: str):
+        """XLA's whole pipeline on the module (its own layouts, fusion): its semantics."""
+        _, _, mlir = self._mlir(text)
+        return self.backend.compile_and_load(mlir, self._jax.DeviceList((self.device,)))
 
     def layout_assignment(self, text: str, dump_dir: str) -> str:
         _, _, mlir = self._mlir(text)
@@ -177,7 +186,12 @@ def run(job: dict) -> dict:
     for key, path in job["modules"].items():
         try:
             with open(path) as f:
-                exe = compiler.compile_swapped(f.read())
+                text = f.read()
+            if key in job.get("plain", ()):
+                exe = compiler.compile_plain(text)
+            else:
+                with open(path[: -len(".hlo")] + ".carrier.hlo") as f:
+                    exe = compiler.compile_swapped(text, f.read())
             leaves = _execute(exe, inputs.for_executable(exe))
             types = _save_outputs(leaves, os.path.join(job["out"], f"{key}.npz"))
         except Exception as exc:  # XLA refused it: its message is the reason

@@ -27,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -35,7 +36,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 
@@ -46,7 +47,7 @@ from hlo.ir import Module
 from hlo.printer import print_module
 from hlo.shape import ArrayShape
 from service.xla.availability import require_xla
-from service.xla.refusals import refusal_reason
+from service.xla.refusals import parameter_reason, refusal_reason
 
 CHILD = Path(__file__).with_name("child.py")
 #: Float inputs are normal with this standard deviation (keeps exp/tanh chains well-conditioned).
@@ -147,8 +148,14 @@ def run_modules(
     warmup: int = 1,
     pin_cpu: bool = True,
     timeout_s: float = 600.0,
+    plain: Collection[str] = (),
 ) -> Measurement:
-    """Run every module on the same inputs; with ``reps > 0`` also time them (see module doc)."""
+    """Run every module on the same inputs; with ``reps > 0`` also time them (see module doc).
+
+    Modules whose label is in ``plain`` are not swapped in: XLA compiles them through its
+    whole pipeline (its own layouts, fusion), which gives their semantics whatever layouts
+    they carry (ORACLES §2), e.g. the original module that a rewrite must agree with.
+    """
     require_xla()
     if not modules:
         return Measurement((), seed=seed)
@@ -156,7 +163,8 @@ def run_modules(
     if len(set(labels)) != len(labels):
         raise ValueError(f"module labels must be distinct: {labels}")
     reference = modules[0][1]
-    refusals = {label: refusal_reason(module) for label, module in modules}
+    refusals = {label: parameter_reason(module) if label in plain else refusal_reason(module)
+                for label, module in modules}
     signature = _signature(reference)
     for label, module in modules[1:]:
         if refusals[label] is None and _signature(module) != signature:
@@ -171,18 +179,37 @@ def run_modules(
             if refusals[label] is None:
                 keys[label] = f"m{k}"
                 (work / f"m{k}.hlo").write_text(print_module(module))
+                (work / f"m{k}.carrier.hlo").write_text(print_module(carrier(module)))
         _write_inputs(work / "inputs.npz", inputs)
         result, crash = {}, None
+        plain_keys = [keys[label] for label in plain if label in keys]
         if keys:
-            result, crash = _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s)
+            result, crash = _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s,
+                                       plain_keys)
         if crash is not None:
-            result = _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, crash)
+            result = _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, crash,
+                              plain_keys)
         executions = []
         for label, _ in modules:
             executions.append(_execution(work, label, keys.get(label), result, refusals))
         again = result.get("times_ms", {}).get(keys.get(labels[0], "") + _AGAIN, [])
     return Measurement(tuple(executions), tuple(again), module_tolerance(*(m for _, m in modules)),
                        result.get("cpu"), seed)
+
+
+def carrier(module: Module) -> Module:
+    """The module XLA compiles before the swap: ``module`` with each ``bitcast`` written as a
+    ``reshape``. XLA's layout assignment rejects a bitcast in its input ("unexpected bitcast"),
+    and what this module computes does not matter: only its name and entry layouts do, since
+    the module that runs is swapped in after XLA's passes."""
+    def relabel(instr):
+        if instr.opcode != "bitcast":
+            return instr
+        return dataclasses.replace(instr, opcode="reshape")
+
+    return dataclasses.replace(module, computations=tuple(
+        dataclasses.replace(comp, instructions=tuple(relabel(i) for i in comp.instructions))
+        for comp in module.computations))
 
 
 def _signature(module: Module) -> list[str]:
@@ -195,7 +222,7 @@ def _write_inputs(path: Path, inputs: Sequence[np.ndarray]) -> None:
                       for i, a in enumerate(inputs)})
 
 
-def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s):
+def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, plain=()):
     """(result, None), or ({}, why) when the child died without a result."""
     order = list(keys.values())
     if order and reps > 0:
@@ -209,6 +236,7 @@ def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s):
         "order": order if reps > 0 else [],
         "reps": reps,
         "warmup": warmup,
+        "plain": list(plain),
         "cpu": 10**6 if pin_cpu else None,  # not an allowed CPU: the child takes the last one
     }
     return call_child(work, job, timeout_s)
@@ -244,11 +272,11 @@ def abort_message(returncode: int, stderr: str) -> str:
     return f"XLA's process failed (exit {returncode}): {picked}"
 
 
-def _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, crash):
+def _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, crash, plain):
     """The joint run died: run each module alone to find who killed it, then time the rest."""
     survivors = {}
     for label, key in keys.items():
-        _, died = _run_child(work, {label: key}, inputs, 0, 0, pin_cpu, timeout_s)
+        _, died = _run_child(work, {label: key}, inputs, 0, 0, pin_cpu, timeout_s, plain)
         if died is None:
             survivors[label] = key
         else:
@@ -257,7 +285,7 @@ def _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, cra
         del keys[label]
     if not survivors:
         return {}
-    result, died = _run_child(work, survivors, inputs, reps, warmup, pin_cpu, timeout_s)
+    result, died = _run_child(work, survivors, inputs, reps, warmup, pin_cpu, timeout_s, plain)
     if died is not None:
         for label in survivors:
             refusals[label] = f"{died} (while timing the modules together; {crash})"

@@ -38,7 +38,7 @@ UNSUPPORTED_OPCODES: dict[str, str] = {
 
 def refusal_reason(module: Module) -> str | None:
     """Why ``module`` cannot run on the path, or ``None`` when it can be tried."""
-    return _opcode_reason(module) or _layout_reason(module) or _parameter_reason(module)
+    return _opcode_reason(module) or _layout_reason(module) or parameter_reason(module)
 
 
 def _fused_computations(module: Module) -> set[str]:
@@ -81,7 +81,9 @@ def _layout_reason(module: Module) -> str | None:
     return None
 
 
-def _parameter_reason(module: Module) -> str | None:
+def parameter_reason(module: Module) -> str | None:
+    """Why the entry parameters cannot be fed from the host (the only check for a module that
+    XLA compiles through its whole pipeline), or ``None``."""
     for param in module.entry.parameter_instructions():
         if isinstance(param.shape, TupleShape) or not isinstance(param.shape, ArrayShape):
             return f"entry parameter %{param.name} is a {param.shape}: only arrays are fed"
