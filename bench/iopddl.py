@@ -8,7 +8,7 @@ file beside it.
     python3 bench/iopddl.py [--time-limit 60] [--only B,G] [--no-write]
     python3 bench/iopddl.py --first-only [--only A,K]   # only the quick first answer
 
-``--first-only`` times :func:`solver.solve.quick_answer` alone (the first answer of
+``--first-only`` times :func:`solver.quick.quick_answer` alone (the first answer of
 large problems) and prints its cost; it writes nothing.
 """
 
@@ -61,7 +61,7 @@ def first_one(path: Path) -> dict:
     """The quick first answer alone (called in the subprocess)."""
     sys.path.insert(0, str(REPO))
     from solver.iopddl import read_instance
-    from solver.solve import quick_answer
+    from solver.quick import quick_answer
 
     problem = read_instance(path)
     began = time.perf_counter()

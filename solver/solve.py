@@ -9,15 +9,18 @@ must agree with the reduced objective; a disagreement is a bug and raises
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from solver import cpsat, lns, quick
+from solver import cpsat, lns
 from solver.dual_bound import dual_bound
 from solver.heuristics import heuristic
+from solver.laps import Laps
 from solver.options import SolveOptions
 from solver.problem import (
     Problem, Solution, Status, evaluate, memory_feasible, peak_memory, trivial_bound,
 )
+from solver.quick import quick_answer
 from solver.reductions import Reduction, reduce_problem
 
 
@@ -25,25 +28,23 @@ from solver.reductions import Reduction, reduce_problem
 #: (:mod:`solver.lns`) instead of the whole model, which would not build in time.
 FULL_MODEL_LABELS = 30_000
 #: Likewise when a node has more labels than this: the level clauses of its
-#: tables alone took 29 s to write on contest instance L (1037 labels).
+#: tables alone would not be written in time.
 FULL_MODEL_NODE_LABELS = 512
 
 
 #: Problems at least this large (nodes plus edges) first get a quick vectorized
-#: answer on the unreduced problem: their reductions alone take seconds
-#: (1.9-4.2 s on the contest instances), the quick answer ~0.3 s.
+#: answer on the unreduced problem: their reductions alone take seconds, the
+#: quick answer a fraction of one (BENCHMARKS.md, Solver core).
 QUICK_START_SIZE = 20_000
 
 
 #: Share of the time left after the heuristic that goes to the dual bound before
-#: a window search, at most this many seconds: on the contest cores the bound's
-#: gap to the best known cost was 3-81 % after 5 s and 3-64 % after 20 s
-#: (trivial bound: 55-100 %); the windows rarely gain much in their last seconds.
+#: a window search, at most this many seconds: the windows prove nothing and
+#: rarely gain much in their last seconds, while the trivial bound is weak.
 DUAL_BOUND_SHARE = 0.25
 DUAL_BOUND_SECONDS = 20.0
 #: Likewise kept back from CP-SAT on a whole model with memory rows, used only when
-#: CP-SAT does not prove its answer (contest C, D, Q, V: CP-SAT's bound 36e9, 172e9,
-#: 312e9, 1316 against 80e9, 282e9, 494e9, 552e3 from 5 s of the dual bound).
+#: CP-SAT does not prove its answer: with memory rows its own bound stays weak.
 MEMORY_DUAL_SHARE = 0.1
 MEMORY_DUAL_SECONDS = 5.0
 
@@ -52,30 +53,23 @@ class SolveError(RuntimeError):
     """An internal inconsistency: a returned assignment failed re-evaluation."""
 
 
-def _feasible_cost(problem: Problem, labels: tuple[int, ...]) -> int | None:
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A feasible assignment and its cost, on the problem it was found for."""
+
+    labels: tuple[int, ...]
+    cost: int
+
+
+def _feasible(problem: Problem, labels: tuple[int, ...]) -> Answer | None:
     cost = evaluate(problem, labels)
     if cost is None or not memory_feasible(problem, labels):
         return None
-    return cost
+    return Answer(labels, cost)
 
 
-def quick_answer(problem: Problem) -> tuple[tuple[int, ...], int] | None:
-    """A feasible answer in a few vectorized passes on the unreduced problem, or
-    ``None`` (see :func:`solver.quick.quick_answer`: functional chains and ties
-    move as one)."""
-    return quick.quick_answer(problem)
-
-
-def _projected_hint(core: Problem, postsolve, hint, fill: tuple[int, ...] | None = None
-                    ) -> tuple[int, ...] | None:
-    """``hint`` on the reduced problem; nodes it cannot express (a label the
-    reductions dropped) take ``fill``'s label, or the hint is unusable."""
-    projected = postsolve.project(hint)
-    if all(x >= 0 for x in projected):
-        return projected
-    if fill is None:
-        return None
-    return tuple(x if x >= 0 else f for x, f in zip(projected, fill))
+def _status(bound: int | None, cost: int) -> Status:
+    return Status.OPTIMAL if bound is not None and bound >= cost else Status.FEASIBLE
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -98,25 +92,41 @@ def _modelled_whole(core: Problem) -> bool:
             and max(map(len, core.unary), default=0) <= FULL_MODEL_NODE_LABELS)
 
 
+def _build_in_time(core: Problem, deadline: float) -> cpsat.LabelModel | None:
+    try:
+        return cpsat.build_model(core, None, deadline)
+    except cpsat.BuildTimeout:
+        return None
+
+
 def prepare(problem: Problem, options: SolveOptions = SolveOptions()) -> Prepared:
     """Reduce ``problem`` and build its model, within ``options.time_limit``."""
-    began = time.perf_counter()
-    reduction = reduce_problem(problem, options.passes, began + 0.3 * options.time_limit)
-    reduced = time.perf_counter()
-    timings = [("reduce", round((reduced - began) * 1000, 3))]
+    laps = Laps()
+    reduction = reduce_problem(problem, options.passes, laps.began + 0.3 * options.time_limit)
+    laps.lap("reduce")
     model = None
     core = reduction.problem
     if core is not None and core.num_nodes and _modelled_whole(core):
-        try:
-            model = cpsat.build_model(core, None, began + options.time_limit)
-        except cpsat.BuildTimeout:
-            model = None
-        timings.append(("build", round((time.perf_counter() - reduced) * 1000, 3)))
-    return Prepared(problem, reduction, model, tuple(timings))
+        model = _build_in_time(core, laps.began + options.time_limit)
+        laps.lap("build")
+    return Prepared(problem, reduction, model, laps.timings())
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    """What the search on the reduced problem found: its best answer (``None``
+    when it found none), a lower bound on the reduced cost, the status they make,
+    and whether CP-SAT itself proved the answer optimal."""
+
+    best: Answer | None
+    bound: int | None
+    status: Status
+    first_ms: float | None
+    proven: bool = False
 
 
 def solve(problem: Problem, options: SolveOptions = SolveOptions(),
-          hint: tuple[int, ...] | list[int] | None = None,
+          hint: Sequence[int] | None = None,
           prepared: Prepared | None = None) -> Solution:
     """Solve ``problem`` within ``options.time_limit`` seconds (wall clock).
 
@@ -126,184 +136,219 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
     search starts from it instead of the heuristic, and the answer costs at most
     as much. Otherwise its expressible part, completed by the heuristic's
     answer, is the start if that is cheaper.
+
+    The steps, in order: a quick answer on the unreduced problem (large problems
+    only), the reductions and the model (:func:`prepare`), a first answer on the
+    reduced problem (:func:`_first_answer`), the search (:func:`_search`: CP-SAT
+    on the whole model, or on windows), and the answer restored and re-checked on
+    ``problem`` (:func:`_restored`).
     """
-    if prepared is not None and prepared.problem is not problem:
-        raise ValueError("prepared for another problem")
-    if hint is not None and len(hint) != problem.num_nodes:
-        raise ValueError(f"hint has {len(hint)} labels, the problem {problem.num_nodes} nodes")
-    began = time.perf_counter()
-    # Postsolve and the final re-evaluation run after the search: keep time for
-    # them (measured ~0.15 s + ~0.3 s per 100k nodes and edges), and for CP-SAT
-    # stopping a little after its own limit.
-    size = problem.num_nodes + len(problem.edges)
-    reserve = min(0.1 * options.time_limit, 0.3 + 4e-6 * size)
-    deadline = began + options.time_limit - reserve
-    timings: list[tuple[str, float]] = []
-
-    def lap(name: str, since: float) -> float:
-        now = time.perf_counter()
-        timings.append((name, round((now - since) * 1000, 3)))
-        return now
-
-    quick: tuple[tuple[int, ...], int] | None = None
-    first_ms: float | None = None
-    mark = began
-    if hint is None and problem.num_nodes + len(problem.edges) >= QUICK_START_SIZE:
-        quick = quick_answer(problem)
-        mark = lap("quick", began)
-        if quick is not None:
-            first_ms = (mark - began) * 1000
-
-    def fallback(message: str) -> Solution:
-        """The quick answer when the main search found none (else UNKNOWN)."""
-        if quick is None:
-            return Solution(Status.UNKNOWN, timings_ms=tuple(timings), message=message)
-        return Solution(status=Status.FEASIBLE, labels=quick[0], objective=quick[1],
-                        lower_bound=None, memory_feasible=True,
-                        peak_memory=peak_memory(problem, quick[0]), timings_ms=tuple(timings),
-                        first_solution_ms=first_ms)
-
+    _check_arguments(problem, hint, prepared)
+    laps = Laps()
+    deadline = laps.began + options.time_limit - _reserve(problem, options)
+    quick = _quick_start(problem, hint, laps)
+    first_ms = None if quick is None else laps.elapsed_ms()
     if prepared is None:
         prepared = prepare(problem, options)
-        mark = time.perf_counter()
-    timings.extend(prepared.timings_ms)
+        laps.skip()
+    laps.add(prepared.timings_ms)
     reduction = prepared.reduction
     if reduction.problem is None:
         if quick is not None:
             raise SolveError("reductions proved infeasible a problem with a known solution")
-        return Solution(Status.INFEASIBLE, timings_ms=tuple(timings),
+        return Solution(Status.INFEASIBLE, timings_ms=laps.timings(),
                         message=reduction.infeasible or "")
-    core, offset, postsolve = reduction.problem, reduction.offset, reduction.postsolve
+    start, first_ms = _first_answer(reduction, hint, quick, options, deadline, laps, first_ms)
+    found = _search(reduction.problem, prepared.model, start, first_ms, options, deadline, laps)
+    if found.best is None:
+        return _unanswered(problem, reduction, found, quick, laps)
+    return _restored(problem, reduction, found, quick, laps)
 
-    def start_from(known: tuple[int, ...] | list[int], fill: tuple[int, ...] | None
-                   ) -> tuple[tuple[int, ...], int] | None:
-        """A known full assignment on the reduced problem, with its cost there."""
-        start = _projected_hint(core, postsolve, known, fill)
-        cost = None if start is None else _feasible_cost(core, start)
-        return None if cost is None else (start, cost)
 
-    best: tuple[int, ...] | None = None
-    best_cost: int | None = None
+def _check_arguments(problem: Problem, hint: Sequence[int] | None,
+                     prepared: Prepared | None) -> None:
+    if prepared is not None and prepared.problem is not problem:
+        raise ValueError("prepared for another problem")
+    if hint is not None and len(hint) != problem.num_nodes:
+        raise ValueError(f"hint has {len(hint)} labels, the problem {problem.num_nodes} nodes")
+
+
+def _reserve(problem: Problem, options: SolveOptions) -> float:
+    """Seconds kept for postsolve and the final re-evaluation after the search
+    (they grow with the problem), and for CP-SAT stopping a little after its limit."""
+    size = problem.num_nodes + len(problem.edges)
+    return min(0.1 * options.time_limit, 0.3 + 4e-6 * size)
+
+
+def _quick_start(problem: Problem, hint: Sequence[int] | None, laps: Laps) -> Answer | None:
+    """On a large problem without a hint, a quick answer before the reductions
+    (which alone take seconds there)."""
+    if hint is not None or problem.num_nodes + len(problem.edges) < QUICK_START_SIZE:
+        return None
+    quick = quick_answer(problem)
+    laps.lap("quick")
+    return None if quick is None else Answer(*quick)
+
+
+def _projected(reduction: Reduction, known: Sequence[int], fill: Answer | None
+               ) -> Answer | None:
+    """A known full assignment on the reduced problem, with its cost there. Nodes
+    it cannot express (a label the reductions dropped) take ``fill``'s label, or
+    it is unusable."""
+    start = reduction.postsolve.project(known)
+    if not all(x >= 0 for x in start):
+        if fill is None:
+            return None
+        start = tuple(x if x >= 0 else f for x, f in zip(start, fill.labels))
+    return _feasible(reduction.problem, start)
+
+
+def _first_answer(reduction: Reduction, hint: Sequence[int] | None, quick: Answer | None,
+                  options: SolveOptions, deadline: float, laps: Laps, first_ms: float | None
+                  ) -> tuple[Answer | None, float | None]:
+    """The start of the search on the reduced problem, and when a first answer was had:
+    the hint when it survives the reductions whole, else the cheapest of the heuristic's
+    answer, the hint completed by it, and the quick answer."""
+    core = reduction.problem
     if core.num_nodes == 0:
-        best, best_cost = (), 0
-        if first_ms is None:
-            first_ms = (time.perf_counter() - began) * 1000
-    else:
-        hinted = None if hint is None else start_from(hint, None)
-        if hinted is not None:
-            (best, best_cost), first_ms = hinted, (time.perf_counter() - began) * 1000
-            mark = lap("hint", mark)
-        else:
-            budget = min(options.heuristic_time, max(0.0, (deadline - mark) * 0.4))
-            before = time.perf_counter()
-            guess = heuristic(core, budget)
-            best_cost = _feasible_cost(core, guess.labels)
-            if best_cost is not None:
-                best = guess.labels
-                if first_ms is None:
-                    first_ms = ((before - began) + (guess.first_seconds if guess.first_seconds
-                                                    is not None else guess.seconds)) * 1000
-            mark = lap("heuristic", mark)
-            # Other known answers start the search instead when cheaper: a hint only
-            # partly expressible on the reduced problem (over the heuristic's answer),
-            # the quick answer.
-            for known in (hint, None if quick is None else quick[0]):
-                other = None if known is None else start_from(known, best)
-                if other is not None and (best_cost is None or other[1] < best_cost):
-                    best, best_cost = other
+        return Answer((), 0), first_ms if first_ms is not None else laps.elapsed_ms()
+    hinted = None if hint is None else _projected(reduction, hint, None)
+    if hinted is not None:
+        first_ms = laps.elapsed_ms()
+        laps.lap("hint")
+        return hinted, first_ms
+    budget = min(options.heuristic_time, max(0.0, (deadline - laps.mark) * 0.4))
+    before = time.perf_counter()
+    guess = heuristic(core, budget)
+    best = _feasible(core, guess.labels)
+    if best is not None and first_ms is None:
+        found_after = guess.first_seconds if guess.first_seconds is not None else guess.seconds
+        first_ms = ((before - laps.began) + found_after) * 1000
+    laps.lap("heuristic")
+    for known in (hint, None if quick is None else quick.labels):
+        other = None if known is None else _projected(reduction, known, best)
+        if other is not None and (best is None or other.cost < best.cost):
+            best = other
+    return best, first_ms
 
-    status, bound, raw_status = Status.OPTIMAL, best_cost, None
-    built = None
-    windowed = best is not None and not _modelled_whole(core)
-    if windowed:
-        # Too large to model whole in time: CP-SAT on windows, the rest fixed. The
-        # windows prove nothing, so a share of the time first goes to a real bound:
-        # the LP dual with memory multipliers (:mod:`solver.dual_bound`).
-        share = min(DUAL_BOUND_SHARE * (deadline - time.perf_counter()), DUAL_BOUND_SECONDS)
-        dual = dual_bound(core, max(0.0, share), target=best_cost)
-        mark = lap("dual-bound", mark)
-        improved, _ = lns.improve(core, best, deadline, options)
-        cost = _feasible_cost(core, improved)
-        if cost is None or cost > best_cost:
-            raise SolveError(f"window search answer re-evaluates to {cost}, start was {best_cost}")
-        best, best_cost = improved, cost
-        mark = lap("window-search", mark)
-        bound = max(trivial_bound(core), dual)
-        status = Status.OPTIMAL if bound >= best_cost else Status.FEASIBLE
-    elif core.num_nodes:
-        built = prepared.model
-        if built is None and not _modelled_whole(core):
-            # Too large to model in time, but no start for the windows either.
-            try:
-                built = cpsat.build_model(core, None, deadline)
-            except cpsat.BuildTimeout:
-                built = None
-            mark = lap("build", mark)
-        if built is not None and best is not None:
-            cpsat.add_hint(built, best)
-            mark = lap("add-hint", mark)
-    if core.num_nodes and built is None and not windowed:
-        # No time left for CP-SAT: the heuristic answer with the trivial bound.
-        if best is None:
-            return fallback("no feasible assignment found in time")
+
+def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
+            first_ms: float | None, options: SolveOptions, deadline: float, laps: Laps
+            ) -> Search:
+    """CP-SAT on the whole model from ``start``, or on windows when the model is too
+    large and there is a start; the start with the trivial bound when no model could
+    be built in time."""
+    if core.num_nodes == 0:
+        return Search(start, 0, Status.OPTIMAL, first_ms)
+    if start is not None and not _modelled_whole(core):
+        return _window_search(core, start, first_ms, options, deadline, laps)
+    if model is None and not _modelled_whole(core):
+        # Too large to model in time, but no start for the windows either.
+        model = _build_in_time(core, deadline)
+        laps.lap("build")
+    if model is None:
+        if start is None:
+            return Search(None, None, Status.UNKNOWN, first_ms)
         bound = trivial_bound(core)
-        status = Status.OPTIMAL if bound >= best_cost else Status.FEASIBLE
-    elif built is not None:
-        # With memory rows CP-SAT's own bound often stays weak: keep a slice of the
-        # time for the dual bound in case it does not prove its answer.
-        keep = (min(MEMORY_DUAL_SHARE * (deadline - time.perf_counter()), MEMORY_DUAL_SECONDS)
-                if core.memory else 0.0)
-        raw = cpsat.solve_model(built, options, deadline - time.perf_counter() - keep)
-        mark = lap("cpsat", mark)
-        raw_status = raw.status
-        if raw.labels is not None:
-            cost = _feasible_cost(core, raw.labels)
-            # Level/pair booleans are only bounded from below, so a non-optimal
-            # model objective may over-count; the re-evaluated cost never exceeds it.
-            if cost is None or cost > raw.objective:
-                raise SolveError(f"CP-SAT answer re-evaluates to {cost}, reported {raw.objective}")
-            if best_cost is None or cost <= best_cost:
-                best, best_cost = raw.labels, cost
-                if first_ms is None:
-                    first_ms = (time.perf_counter() - began) * 1000
-        bound = max(trivial_bound(core), raw.bound if raw.bound is not None else 0)
-        if (keep and raw.status in (Status.FEASIBLE, Status.UNKNOWN) and best_cost is not None
-                and bound < best_cost):
-            bound = max(bound, dual_bound(core, max(0.0, deadline - time.perf_counter()),
-                                          target=best_cost))
-            mark = lap("dual-bound", mark)
-        if raw.status == Status.INFEASIBLE:
-            if best is not None or quick is not None:
-                raise SolveError("CP-SAT proved infeasible a problem with a known solution")
-            return Solution(Status.INFEASIBLE, timings_ms=tuple(timings),
-                            message="no assignment meets the hard rules and the memory limit")
-        if best is None:
-            if quick is not None:
-                return fallback("")
-            return Solution(Status.UNKNOWN, lower_bound=None if bound is None else bound + offset,
-                            timings_ms=tuple(timings), message="no feasible assignment found in time")
-        status = Status.OPTIMAL if bound is not None and bound >= best_cost else Status.FEASIBLE
+        return Search(start, bound, _status(bound, start.cost), first_ms)
+    if start is not None:
+        cpsat.add_hint(model, start.labels)
+        laps.lap("add-hint")
+    return _model_search(core, model, start, first_ms, options, deadline, laps)
 
-    labels = postsolve.restore(best)
+
+def _window_search(core: Problem, start: Answer, first_ms: float | None,
+                   options: SolveOptions, deadline: float, laps: Laps) -> Search:
+    """CP-SAT on windows of the reduced problem, the rest fixed (:mod:`solver.lns`).
+    The windows prove nothing, so a share of the time first goes to a real bound: the
+    LP dual with memory multipliers (:mod:`solver.dual_bound`)."""
+    share = min(DUAL_BOUND_SHARE * (deadline - time.perf_counter()), DUAL_BOUND_SECONDS)
+    dual = dual_bound(core, max(0.0, share), target=start.cost)
+    laps.lap("dual-bound")
+    improved, _ = lns.improve(core, start.labels, deadline, options)
+    answer = _feasible(core, improved)
+    if answer is None or answer.cost > start.cost:
+        cost = None if answer is None else answer.cost
+        raise SolveError(f"window search answer re-evaluates to {cost}, start was {start.cost}")
+    laps.lap("window-search")
+    bound = max(trivial_bound(core), dual)
+    return Search(answer, bound, _status(bound, answer.cost), first_ms)
+
+
+def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
+                  first_ms: float | None, options: SolveOptions, deadline: float,
+                  laps: Laps) -> Search:
+    """CP-SAT on the whole model (hinted with ``start``); with memory rows a slice of
+    the time is kept for the dual bound in case CP-SAT does not prove its answer."""
+    keep = (min(MEMORY_DUAL_SHARE * (deadline - time.perf_counter()), MEMORY_DUAL_SECONDS)
+            if core.memory else 0.0)
+    raw = cpsat.solve_model(model, options, deadline - time.perf_counter() - keep)
+    laps.lap("cpsat")
+    best = start
+    if raw.labels is not None:
+        answer = _feasible(core, raw.labels)
+        # Level/pair booleans are only bounded from below, so a non-optimal
+        # model objective may over-count; the re-evaluated cost never exceeds it.
+        if answer is None or answer.cost > raw.objective:
+            cost = None if answer is None else answer.cost
+            raise SolveError(f"CP-SAT answer re-evaluates to {cost}, reported {raw.objective}")
+        if best is None or answer.cost <= best.cost:
+            best = answer
+            if first_ms is None:
+                first_ms = laps.elapsed_ms()
+    bound = max(trivial_bound(core), raw.bound if raw.bound is not None else 0)
+    if (keep and raw.status in (Status.FEASIBLE, Status.UNKNOWN) and best is not None
+            and bound < best.cost):
+        bound = max(bound, dual_bound(core, max(0.0, deadline - time.perf_counter()),
+                                      target=best.cost))
+        laps.lap("dual-bound")
+    if raw.status == Status.INFEASIBLE:
+        if best is not None:
+            raise SolveError("CP-SAT proved infeasible a problem with a known solution")
+        return Search(None, bound, Status.INFEASIBLE, first_ms)
+    if best is None:
+        return Search(None, bound, Status.UNKNOWN, first_ms)
+    return Search(best, bound, _status(bound, best.cost), first_ms,
+                  proven=raw.status == Status.OPTIMAL)
+
+
+def _unanswered(problem: Problem, reduction: Reduction, found: Search, quick: Answer | None,
+                laps: Laps) -> Solution:
+    """The search found no answer: the quick answer if there is one, else why not."""
+    if found.status == Status.INFEASIBLE:
+        if quick is not None:
+            raise SolveError("CP-SAT proved infeasible a problem with a known solution")
+        return Solution(Status.INFEASIBLE, timings_ms=laps.timings(),
+                        message="no assignment meets the hard rules and the memory limit")
+    if quick is not None:
+        return Solution(status=Status.FEASIBLE, labels=quick.labels, objective=quick.cost,
+                        lower_bound=None, memory_feasible=True,
+                        peak_memory=peak_memory(problem, quick.labels),
+                        timings_ms=laps.timings(), first_solution_ms=found.first_ms)
+    lower = None if found.bound is None else found.bound + reduction.offset
+    return Solution(Status.UNKNOWN, lower_bound=lower, timings_ms=laps.timings(),
+                    message="no feasible assignment found in time")
+
+
+def _restored(problem: Problem, reduction: Reduction, found: Search, quick: Answer | None,
+              laps: Laps) -> Solution:
+    """The answer on ``problem``: restored through the reductions and re-checked (a
+    disagreement is a bug), or the quick answer when that is cheaper."""
+    labels = reduction.postsolve.restore(found.best.labels)
+    expected = found.best.cost + reduction.offset
     cost = evaluate(problem, labels)
-    if cost is None or cost != best_cost + offset or not memory_feasible(problem, labels):
-        raise SolveError(f"restored answer costs {cost}, expected {best_cost + offset}")
-    lap("postsolve", mark)
-    lower = None if bound is None else min(bound + offset, cost)
-    if raw_status == Status.OPTIMAL:
+    if cost is None or cost != expected or not memory_feasible(problem, labels):
+        raise SolveError(f"restored answer costs {cost}, expected {expected}")
+    laps.lap("postsolve")
+    lower = None if found.bound is None else min(found.bound + reduction.offset, cost)
+    if found.proven:
         lower = cost
-    if quick is not None and quick[1] < cost:
+    status = found.status
+    if quick is not None and quick.cost < cost:
         # Never return worse than the quick answer (the bound still holds for it).
-        labels, cost = quick
+        labels, cost = quick.labels, quick.cost
         lower = None if lower is None else min(lower, cost)
-        status = Status.OPTIMAL if lower is not None and lower >= cost else Status.FEASIBLE
-    return Solution(
-        status=status,
-        labels=labels,
-        objective=cost,
-        lower_bound=lower,
-        memory_feasible=True,
-        peak_memory=peak_memory(problem, labels),
-        timings_ms=tuple(timings),
-        first_solution_ms=first_ms,
-    )
+        status = _status(lower, cost)
+    return Solution(status=status, labels=labels, objective=cost, lower_bound=lower,
+                    memory_feasible=True, peak_memory=peak_memory(problem, labels),
+                    timings_ms=laps.timings(), first_solution_ms=found.first_ms)

@@ -22,28 +22,30 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from hlo.ir import Module
+from hlo.buffers import value_leaves
+from hlo.ir import Module, ProgramShape
 from hlo.layout_verifier import verify_layouts
-from hlo.passes.apply_layouts import Conversion, LayoutPlan, apply_layouts
-from hlo.shape import Layout
+from hlo.passes.apply_layouts import apply_layouts
 from hlo.target import Target, load_target
 from hlo.verifier import collect_errors
+from solver.laps import Laps
 from solver.layout_assignment.baselines import default_labels, greedy_labels
 from solver.layout_assignment.candidates import candidate_sets
-from solver.layout_assignment.compile import Compiled, compile_problem, evaluate, view_of
+from solver.layout_assignment.compile import Compiled, compile_problem, evaluate
 from solver.layout_assignment.costs import Candidate, CostModel, Term
-from solver.layout_assignment.layout_graph import LayoutGraph, build_graph
+from solver.layout_assignment.exact import exact_labels, exact_problem
+from solver.layout_assignment.layout_graph import build_graph
 from solver.layout_assignment.normalization import (
     NOTHING_NORMALIZED,
     Normalization,
     normalization_passes,
     normalize,
 )
-from solver.layout_assignment.exact import exact_labels, exact_problem
 from solver.layout_assignment.options import AssignOptions
+from solver.layout_assignment.plan import InsertedCopy, plan_for
 from solver.layout_assignment.shared_copies import improve, true_cost
 from solver.options import SolveOptions
-from solver.problem import Problem, Status
+from solver.problem import Problem, Solution, Status
 from solver.problem import evaluate as evaluate_labels
 from solver.solve import Prepared, prepare, solve, trivial_bound
 
@@ -91,7 +93,7 @@ class AssignResult:
     baselines_model: dict[str, int]
     score: ScoreResult
     layouts: tuple[tuple[str, str, str], ...]
-    inserted: tuple[dict, ...]
+    inserted: tuple[InsertedCopy, ...]
     entry_layouts: dict
     timings_ms: dict[str, float] = field(default_factory=dict)
     violations: tuple[str, ...] = ()
@@ -132,56 +134,6 @@ def score(module: Module, target: str | Target) -> ScoreResult:
     return ScoreResult(module.name, t.name, total, tuple(terms), tuple(broken))
 
 
-def plan_for(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate],
-             emit_bitcasts: bool) -> tuple[LayoutPlan, list[dict]]:
-    """The rewrite plan of one labeling, and the inserted conversions for the report."""
-    layouts: dict = {}
-    formats: dict = {}
-    for pos, nid in graph.position_node.items():
-        node = graph.nodes[nid]
-        c = chosen[nid]
-        layouts[pos] = cm.laid_out(node.shape, c).layout
-        if c.format and c.format != "NC1HWC0":
-            formats[pos] = c.format
-    for buf in graph.buffers.buffers:
-        if buf.shape.rank == 0:
-            for pos in buf.members:
-                layouts[pos] = Layout(())
-    conversions: list[Conversion] = []
-    inserted: list[dict] = []
-    seen: set = set()
-    for rel in graph.relations:
-        if rel.kind != "convert":
-            continue
-        cu, want = chosen[rel.u], view_of(rel, chosen[rel.v])
-        src = cm.laid_out(rel.shape, cu)
-        dst = cm.laid_out(rel.shape, want)
-        if src == dst and cu.format == want.format:
-            continue
-        conversions.append(Conversion(rel.computation, rel.instruction, rel.operand, rel.path,
-                                      dst.layout, want.format if want.format != "NC1HWC0" else ""))
-        key = (rel.computation, rel.value, rel.path, dst, want.format)
-        ns, why = cm.conversion(src, cu.format, dst, want.format)
-        inserted.append({
-            "value": rel.value, "path": list(rel.path), "computation": rel.computation,
-            "for": rel.instruction or "ROOT", "operand": rel.operand,
-            "from": str(src), "to": str(dst) + (f" ({want.format})" if want.format else ""),
-            "bytes": int(cm_bytes(src, dst, cu, want)),
-            "cost_ns": 0 if graph.nodes[rel.u].constant else ns * rel.weight,
-            "runs": rel.weight,
-            "shared": key in seen,
-            "why": ("constant re-laid out at compile time" if graph.nodes[rel.u].constant
-                    else f"{rel.instruction or 'the root'} needs {want}: {why}"),
-        })
-        seen.add(key)
-    return LayoutPlan(layouts, tuple(conversions), formats, emit_bitcasts), inserted
-
-
-def cm_bytes(src, dst, cu: Candidate, want: Candidate) -> int:
-    from solver.layout_assignment.costs import physical_bytes
-    return physical_bytes(src, cu.format) + physical_bytes(dst, want.format)
-
-
 #: Preference among answers of equal true cost.
 _ORDER = ("exact", "cp-sat", "bound", "local-search", "greedy", "default")
 
@@ -192,163 +144,238 @@ def _solve_options(options: AssignOptions, time_limit: float) -> SolveOptions:
                         presolve="light")
 
 
-def _prepare_exact(compiled: Compiled, options: SolveOptions) -> tuple[Problem, Prepared, float]:
+class Budget:
+    """``time_limit`` is one budget for all solves. Each share is of the time still
+    left, so a solve that finishes early (proven) hands its rest to the next one."""
+
+    __slots__ = ("deadline",)
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+
+    def share(self, fraction: float) -> float:
+        return max(0.05, (self.deadline - time.monotonic()) * fraction)
+
+
+class Runs:
+    """The answers found so far, by who found them (``default``, ``greedy``,
+    ``cp-sat``, ``local-search``, ``exact``, ``bound``): their labels, their cost in the
+    per-use model where it was computed, and the fast estimate of their true cost."""
+
+    __slots__ = ("compiled", "labels", "model_cost", "estimate")
+
+    def __init__(self, compiled: Compiled) -> None:
+        self.compiled = compiled
+        self.labels: dict[str, tuple[int, ...]] = {}
+        self.model_cost: dict[str, int] = {}
+        self.estimate: dict[str, int] = {}
+
+    def add(self, name: str, labels: tuple[int, ...], model_cost: int | None = None) -> None:
+        self.labels[name] = labels
+        if model_cost is not None:
+            self.model_cost[name] = model_cost
+
+    def estimated(self) -> dict[str, int]:
+        """The true cost of every run (:func:`.shared_copies.true_cost`)."""
+        for name, labels in self.labels.items():
+            if name not in self.estimate:
+                self.estimate[name] = true_cost(self.compiled, labels)
+        return self.estimate
+
+    def by_estimate(self) -> list[str]:
+        """Run names, cheapest estimate first (ties in :data:`_ORDER`)."""
+        estimate = self.estimated()
+        return sorted(self.labels, key=lambda k: (estimate[k], _ORDER.index(k)))
+
+    def improve_cheapest(self) -> tuple[tuple[int, ...], int]:
+        """Local search on the true cost from the cheapest run; an improvement is added
+        as run ``local-search``. Returns its answer and the number of moves."""
+        improved, moves = improve(self.compiled, self.labels[self.by_estimate()[0]])
+        if moves:
+            self.labels["local-search"] = improved
+            self.estimate["local-search"] = true_cost(self.compiled, improved)
+        return improved, moves
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ExactStart:
     """The exact shared-copy problem, prepared for its solve, and the ms it took to state it."""
+
+    problem: Problem
+    prepared: Prepared
+    stated_ms: float
+
+
+def _prepare_exact(compiled: Compiled, options: SolveOptions) -> ExactStart:
     began = time.perf_counter()
     exact = exact_problem(compiled)
     stated = round((time.perf_counter() - began) * 1000, 3)
-    return exact, prepare(exact, options), stated
+    return ExactStart(exact, prepare(exact, options), stated)
 
 
-def _improve_best(compiled: Compiled, runs: dict[str, tuple[int, ...]], fast: dict[str, int]
-                  ) -> tuple[tuple[int, ...], int]:
-    """Local search on the true cost from the cheapest run (``fast``: true costs, filled
-    in); an improvement is added as run ``local-search``. Returns its answer and moves."""
-    fast.update({k: true_cost(compiled, v) for k, v in runs.items() if k not in fast})
-    start = min(runs, key=lambda k: (fast[k], _ORDER.index(k)))
-    improved, moves = improve(compiled, runs[start])
-    if moves:
-        runs["local-search"] = improved
-        fast["local-search"] = true_cost(compiled, improved)
-    return improved, moves
+@dataclass(frozen=True, slots=True, eq=False)
+class Rewritten:
+    """The rewritten module of the chosen run, its score, and the true cost of every run
+    (the estimate for those whose estimate was no better than the best rewrite)."""
 
-
-def _labels_to_candidates(compiled: Compiled, labels) -> list[Candidate]:
-    return [compiled.candidates[i][int(l)] for i, l in enumerate(labels)]
+    chosen_by: str
+    module: Module
+    score: ScoreResult
+    inserted: tuple[InsertedCopy, ...]
+    true_costs: dict[str, int]
 
 
 def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignResult:
-    """Assign layouts to ``module`` (see the module docstring)."""
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        timings[name] = round((now - clock) * 1000, 3)
-        clock = now
-
+    """Assign layouts to ``module`` (see the module docstring for the steps)."""
+    laps = Laps()
     target = _target(options.target)
     passes = normalization_passes(options.normalize, target)
     cm = CostModel(target)
-    graph = build_graph(module, entry_auto=options.entry_layout == "auto")
-    cands = candidate_sets(graph, cm, cap=options.max_candidates)
-    lap("candidates")
-    compiled = compile_problem(graph, cands, cm)
-    problem = compiled.problem
-    lap("build")
-    runs: dict[str, tuple[int, ...]] = {"default": default_labels(problem)}
-    seeds = sorted({p.node for p in graph.prefs})
-    runs["greedy"] = greedy_labels(problem, seeds)
-    model_cost = {k: evaluate_labels(problem, v) for k, v in runs.items()}
-    lap("baselines")
-    # ``time_limit`` is one budget for all solves. Each share is of the time still
-    # left, so a solve that finishes early (proven) hands its rest to the next one.
-    deadline = time.monotonic() + options.time_limit
-
-    def budget(share: float) -> float:
-        return max(0.05, (deadline - time.monotonic()) * share)
-
-    # The true cost (copies shared by their uses) as a problem of its own: its optimum is
-    # the true optimum and its proven bound a bound on the true cost. Its reductions and
-    # model need no start, so they are made in a thread while CP-SAT (which releases the
-    # GIL) solves the per-use model; that model is prepared first, as its Python work
-    # would otherwise compete with the thread's for the GIL.
-    per_use = _solve_options(options, budget(0.4))
-    per_use_prepared = prepare(problem, per_use)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        ahead = pool.submit(_prepare_exact, compiled, _solve_options(options, budget(1.0)))
-        solution = solve(problem, per_use, prepared=per_use_prepared)
-        lap("solve")
-        timings.update({f"solve.{k}": v for k, v in solution.timings_ms})
-        if solution.labels is None:
-            raise AssignmentError(f"no layout assignment meets the hard rules: {solution.message}")
-        runs["cp-sat"] = solution.labels
-        model_cost["cp-sat"] = solution.objective
-        # The best answer so far by true cost, improved by local search, starts the
-        # exact solve (whose heuristic alone starts far worse on large modules).
-        fast: dict[str, int] = {}
-        improved, moves = _improve_best(compiled, runs, fast)
-        lap("local_search")
-        exact, prepared, exact_ms = ahead.result()
-    lap("exact_wait")
-    timings["exact_build"] = exact_ms
-    exact_solution = solve(exact, _solve_options(options, budget(0.75)),
-                           hint=exact_labels(exact, improved), prepared=prepared)
-    lap("exact")
-    timings.update({f"exact.{k}": v for k, v in exact_solution.timings_ms})
-    n = problem.num_nodes
-    bounds = [exact_solution.lower_bound if exact_solution.lower_bound is not None
-              else trivial_bound(exact)]
-    if exact_solution.labels is not None:
-        runs["exact"] = tuple(exact_solution.labels[:n])
-    bound_status = exact_solution.status.value
-    if exact_solution.status != Status.OPTIMAL:
-        relaxed = compiled.relaxed
-        assert relaxed is not None
-        bound_solution = solve(relaxed, _solve_options(options, budget(1.0)))
-        lap("bound")
-        timings.update({f"bound.{k}": v for k, v in bound_solution.timings_ms})
-        bounds.append(bound_solution.lower_bound if bound_solution.lower_bound is not None
-                      else trivial_bound(relaxed))
-        if bound_solution.labels is not None:
-            runs["bound"] = bound_solution.labels
-        bound_status = f"exact {bound_status}, relaxed {bound_solution.status.value}"
-    lower = max(bounds)
-    fast.update({k: true_cost(compiled, v) for k, v in runs.items() if k not in fast})
-    if min(fast.values()) > lower:
-        moves += _improve_best(compiled, runs, fast)[1]
-    lap("polish")
-    # Rewrite and score (the true cost) in order of the fast estimate; a run whose
-    # estimate is no better than the best scored one is reported by its estimate.
-    true_cost_of: dict[str, int] = {}
-    built: dict[str, tuple[Module, ScoreResult, list[dict]]] = {}
-    for name in sorted(runs, key=lambda k: (fast[k], _ORDER.index(k))):
-        if built and fast[name] >= min(true_cost_of.values()):
-            true_cost_of[name] = fast[name]
-            continue
-        chosen = _labels_to_candidates(compiled, runs[name])
-        plan, inserted = plan_for(graph, cm, chosen, options.emit_bitcasts)
-        rewritten = apply_layouts(module, plan)
-        sc = score(rewritten, target)
-        true_cost_of[name] = sc.total
-        built[name] = (rewritten, sc, inserted)
-    best = min(built, key=lambda k: (built[k][1].total, _ORDER.index(k)))
-    rewritten, sc, inserted = built[best]
-    lap("rewrite")
-    assigned = rewritten
-    if passes:
-        rewritten, normalization = normalize(rewritten, passes)
-    else:
-        normalization = NOTHING_NORMALIZED
-    lap("normalize")
-    violations = _violations(rewritten) if options.verify else ()
-    lap("verify")
-    chosen = _labels_to_candidates(compiled, runs[best])
-    layouts = []
-    for comp in rewritten.computations:
-        for instr in comp.instructions:
-            layouts.append((comp.name, instr.name, str(instr.shape)))
-    entry_layouts = {}
-    if options.entry_layout == "auto" or _has_auto(module):
-        entry_layouts = {
-            "parameters": [str(p.shape) for p in rewritten.entry.parameter_instructions()],
-            "result": str(rewritten.entry.root_instruction.shape),
-        }
+    compiled = _compile(module, options, cm, laps)
+    runs = _baselines(compiled, laps)
+    budget = Budget(options.time_limit)
+    solution, exact, improved, moves = _solve_per_use(compiled, options, budget, runs, laps)
+    lower, bound_status = _solve_exact(compiled, options, budget, exact, improved, runs, laps)
+    if min(runs.estimated().values()) > lower:
+        moves += runs.improve_cheapest()[1]
+    laps.lap("polish")
+    rewritten = _rewrite_cheapest(module, compiled, cm, runs, options.emit_bitcasts)
+    laps.lap("rewrite")
+    normalized, normalization = (normalize(rewritten.module, passes) if passes
+                                 else (rewritten.module, NOTHING_NORMALIZED))
+    laps.lap("normalize")
+    violations = _violations(normalized) if options.verify else ()
+    laps.lap("verify")
     # Proven optimal for the true cost only when it meets the bound on the true cost.
-    status = Status.OPTIMAL.value if sc.total <= lower else Status.FEASIBLE.value
+    total = rewritten.score.total
+    status = Status.OPTIMAL.value if total <= lower else Status.FEASIBLE.value
     return AssignResult(
-        module=rewritten, original=module, target=target.name, options=options,
-        status=status, chosen_by=best, objective=sc.total,
-        model_objective=evaluate_labels(problem, runs[best]) or 0, lower_bound=lower,
-        baselines={k: true_cost_of[k] for k in ("default", "greedy")},
-        baselines_model={k: v for k, v in model_cost.items() if v is not None},
+        module=normalized, original=module, target=target.name, options=options,
+        status=status, chosen_by=rewritten.chosen_by, objective=total,
+        model_objective=evaluate_labels(compiled.problem, runs.labels[rewritten.chosen_by]) or 0,
+        lower_bound=lower,
+        baselines={k: rewritten.true_costs[k] for k in ("default", "greedy")},
+        baselines_model=dict(runs.model_cost),
         model_status=solution.status.value, model_lower_bound=solution.lower_bound,
         bound_status=bound_status, local_search_moves=moves,
-        score=sc, layouts=tuple(layouts), inserted=tuple(inserted),
-        entry_layouts=entry_layouts, timings_ms=timings, violations=violations,
-        nodes=problem.num_nodes, relations=len(graph.relations), normalization=normalization,
-        assigned=assigned)
+        score=rewritten.score, layouts=_layouts(normalized), inserted=rewritten.inserted,
+        entry_layouts=_entry_layouts(module, normalized, options),
+        timings_ms=dict(laps.timings()), violations=violations,
+        nodes=compiled.problem.num_nodes, relations=len(compiled.graph.relations),
+        normalization=normalization, assigned=rewritten.module)
+
+
+def _compile(module: Module, options: AssignOptions, cm: CostModel, laps: Laps) -> Compiled:
+    """Layout graph -> candidate layouts -> the per-use labeling problem."""
+    graph = build_graph(module, entry_auto=options.entry_layout == "auto")
+    cands = candidate_sets(graph, cm, cap=options.max_candidates)
+    laps.lap("candidates")
+    compiled = compile_problem(graph, cands, cm)
+    laps.lap("build")
+    return compiled
+
+
+def _baselines(compiled: Compiled, laps: Laps) -> Runs:
+    """The all-default and greedy answers."""
+    problem = compiled.problem
+    runs = Runs(compiled)
+    default = default_labels(problem)
+    runs.add("default", default, evaluate_labels(problem, default))
+    greedy = greedy_labels(problem, sorted({p.node for p in compiled.graph.prefs}))
+    runs.add("greedy", greedy, evaluate_labels(problem, greedy))
+    laps.lap("baselines")
+    return runs
+
+
+def _solve_per_use(compiled: Compiled, options: AssignOptions, budget: Budget, runs: Runs,
+                   laps: Laps) -> tuple[Solution, ExactStart, tuple[int, ...], int]:
+    """CP-SAT on the per-use model, then local search on the true cost from the best
+    answer so far; meanwhile the exact problem is prepared in a thread.
+
+    The exact problem's reductions and model need no start, so they are made while
+    CP-SAT (which releases the GIL) solves the per-use model; that model is prepared
+    first, as its Python work would otherwise compete with the thread's for the GIL.
+    Returns the per-use solution, the prepared exact problem, the improved answer (the
+    exact solve's start: its heuristic alone starts far worse on large modules) and
+    the local search's moves."""
+    per_use = _solve_options(options, budget.share(0.4))
+    per_use_prepared = prepare(compiled.problem, per_use)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.submit(_prepare_exact, compiled, _solve_options(options, budget.share(1.0)))
+        solution = solve(compiled.problem, per_use, prepared=per_use_prepared)
+        laps.lap("solve")
+        laps.add(solution.timings_ms, "solve.")
+        if solution.labels is None:
+            raise AssignmentError(f"no layout assignment meets the hard rules: {solution.message}")
+        runs.add("cp-sat", solution.labels, solution.objective)
+        improved, moves = runs.improve_cheapest()
+        laps.lap("local_search")
+        exact = ahead.result()
+    laps.lap("exact_wait")
+    laps.add((("exact_build", exact.stated_ms),))
+    return solution, exact, improved, moves
+
+
+def _solve_exact(compiled: Compiled, options: AssignOptions, budget: Budget,
+                 exact: ExactStart, start: tuple[int, ...], runs: Runs, laps: Laps
+                 ) -> tuple[int, str]:
+    """CP-SAT on the exact shared-copy problem from ``start``; when it does not prove
+    its answer, the relaxed problem for a bound. Returns the best lower bound on the
+    true cost and the statuses of the solves that gave it."""
+    solution = solve(exact.problem, _solve_options(options, budget.share(0.75)),
+                     hint=exact_labels(exact.problem, start), prepared=exact.prepared)
+    laps.lap("exact")
+    laps.add(solution.timings_ms, "exact.")
+    bounds = [solution.lower_bound if solution.lower_bound is not None
+              else trivial_bound(exact.problem)]
+    if solution.labels is not None:
+        runs.add("exact", tuple(solution.labels[:compiled.problem.num_nodes]))
+    bound_status = solution.status.value
+    if solution.status != Status.OPTIMAL:
+        relaxed = solve(compiled.relaxed, _solve_options(options, budget.share(1.0)))
+        laps.lap("bound")
+        laps.add(relaxed.timings_ms, "bound.")
+        bounds.append(relaxed.lower_bound if relaxed.lower_bound is not None
+                      else trivial_bound(compiled.relaxed))
+        if relaxed.labels is not None:
+            runs.add("bound", relaxed.labels)
+        bound_status = f"exact {bound_status}, relaxed {relaxed.status.value}"
+    return max(bounds), bound_status
+
+
+def _rewrite_cheapest(module: Module, compiled: Compiled, cm: CostModel, runs: Runs,
+                      emit_bitcasts: bool) -> Rewritten:
+    """Rewrite and score (the true cost) in order of the fast estimate; a run whose
+    estimate is no better than the best scored one is reported by its estimate."""
+    estimate = runs.estimated()
+    true_costs: dict[str, int] = {}
+    built: dict[str, tuple[Module, ScoreResult, tuple[InsertedCopy, ...]]] = {}
+    for name in runs.by_estimate():
+        if built and estimate[name] >= min(true_costs.values()):
+            true_costs[name] = estimate[name]
+            continue
+        chosen = [compiled.candidates[i][int(label)] for i, label in enumerate(runs.labels[name])]
+        plan, inserted = plan_for(compiled.graph, cm, chosen, emit_bitcasts)
+        rewritten = apply_layouts(module, plan)
+        scored = score(rewritten, cm.target)
+        true_costs[name] = scored.total
+        built[name] = (rewritten, scored, inserted)
+    best = min(built, key=lambda k: (built[k][1].total, _ORDER.index(k)))
+    rewritten, scored, inserted = built[best]
+    return Rewritten(best, rewritten, scored, inserted, true_costs)
+
+
+def _layouts(module: Module) -> tuple[tuple[str, str, str], ...]:
+    return tuple((comp.name, instr.name, str(instr.shape))
+                 for comp in module.computations for instr in comp.instructions)
+
+
+def _entry_layouts(original: Module, module: Module, options: AssignOptions) -> dict:
+    """The entry computation's layouts, when some were left to the assignment."""
+    if options.entry_layout != "auto" and not _has_auto(original):
+        return {}
+    return {"parameters": [str(p.shape) for p in module.entry.parameter_instructions()],
+            "result": str(module.entry.root_instruction.shape)}
 
 
 def _violations(module: Module) -> tuple[str, ...]:
@@ -358,8 +385,6 @@ def _violations(module: Module) -> tuple[str, ...]:
 
 
 def _has_auto(module: Module) -> bool:
-    from hlo.buffers import value_leaves
-    from hlo.ir import ProgramShape
     layout = module.attr("entry_computation_layout")
     if not isinstance(layout, ProgramShape):
         return False

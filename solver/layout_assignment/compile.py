@@ -33,6 +33,7 @@ writes and the reads no relation prices) is charged once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -63,6 +64,75 @@ class RelationTables:
     u: int
     v: int
     group: int
+    base: np.ndarray
+    dst: np.ndarray | None = None
+    shared: np.ndarray | None = None
+
+
+class RelationSignature(NamedTuple):
+    """Everything :func:`relation_cost` reads of a relation: relations with equal
+    signatures cost the same for the same labels, so the repeated layers of a model
+    are priced once. (A named tuple: it is hashed once per relation.)"""
+
+    kind: str
+    shape: ArrayShape
+    consumer_shape: ArrayShape
+    view: str
+    dims: tuple[int, ...]
+    reader: bool
+    constant: bool
+    weight: int
+
+
+def relation_signature(graph: LayoutGraph, rel: Relation) -> RelationSignature:
+    return RelationSignature(rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
+                             rel.reader, graph.nodes[rel.u].constant, rel.weight)
+
+
+class NodeSignature(NamedTuple):
+    """Everything :func:`node_cost` reads of a node without backend preferences."""
+
+    kind: str
+    shape: ArrayShape
+    accesses: int
+
+
+def node_signature(graph: LayoutGraph, node_id: int, prefs_of: dict[int, list]
+                   ) -> NodeSignature | None:
+    """The node's signature, or ``None`` when it has backend preferences of its own."""
+    if node_id in prefs_of:
+        return None
+    node = graph.nodes[node_id]
+    return NodeSignature(node.kind, node.shape, node.writes + node.free_reads)
+
+
+@dataclass(frozen=True, slots=True)
+class CopyParts:
+    """A ``convert`` cell that needs a copy, split (see :func:`copy_parts`)."""
+
+    per_use: int
+    shared: int
+    #: The copy as the rewrite keys it: (layout, format).
+    target: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTerm:
+    """One term of a node's cost for one label; ``hard``: a rule, not a price."""
+
+    ns: int
+    kind: str
+    reason: str
+    hard: bool
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PricedTables:
+    """The tables of one relation: the model's (``table``) and its split for the
+    true cost (``base``/``dst``/``shared`` as in :class:`RelationTables`; the last two
+    ``None`` when no label pair needs a copy)."""
+
+    table: np.ndarray
     base: np.ndarray
     dst: np.ndarray | None = None
     shared: np.ndarray | None = None
@@ -126,8 +196,8 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
 
 
 def copy_parts(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
-               cv: Candidate) -> tuple[int, int, tuple] | None:
-    """``(per_use, shared, target)`` of a ``convert`` cell that needs a copy, else ``None``.
+               cv: Candidate) -> CopyParts | None:
+    """The parts of a ``convert`` cell that needs a copy, else ``None``.
 
     The rewritten module pays, per copy (per value and target): the copy and its read
     of the source, once per iteration of its computation, plus the copy's padding
@@ -148,7 +218,7 @@ def copy_parts(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
         ns, _ = cm.conversion(src, cu.format, dst, want.format)
         shared = (ns + cm.padding_ns(src, cu.format, 1)) * rel.weight + pad
     fmt = want.format if want.format != "NC1HWC0" else ""
-    return min(FORBIDDEN - 1, per_use), min(FORBIDDEN - 1, shared), (dst.layout, fmt)
+    return CopyParts(min(FORBIDDEN - 1, per_use), min(FORBIDDEN - 1, shared), (dst.layout, fmt))
 
 
 def relation_cost(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
@@ -196,14 +266,15 @@ def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
 
 
 def node_cost(cm: CostModel, graph: LayoutGraph, prefs_of: dict[int, list], node_id: int,
-              c: Candidate) -> list[tuple[int, str, str, bool]]:
-    """``[(ns, kind, reason, hard)]`` of giving node ``node_id`` the label ``c``."""
+              c: Candidate) -> list[NodeTerm]:
+    """The terms of giving node ``node_id`` the label ``c``."""
     node = graph.nodes[node_id]
-    out: list[tuple[int, str, str, bool]] = []
+    out: list[NodeTerm] = []
     if node.kind == "buffer":
         pad = cm.padding_ns(cm.laid_out(node.shape, c), c.format, node.writes + node.free_reads)
         if pad:
-            out.append((pad, "padding", f"tile padding x{node.writes + node.free_reads}", False))
+            out.append(NodeTerm(pad, "padding", f"tile padding x{node.writes + node.free_reads}",
+                                False))
     for pref in prefs_of.get(node_id, ()):
         p = preference(cm, pref.instruction, pref.role, pref.index, node.shape, c)
         if p is not None:
@@ -211,7 +282,7 @@ def node_cost(cm: CostModel, graph: LayoutGraph, prefs_of: dict[int, list], node
             if pref.weight != 1 and ns:
                 ns = min(FORBIDDEN - 1, ns * pref.weight)
                 reason = f"{reason} (x{pref.weight}: runs {pref.weight} times per execution)"
-            out.append((ns, "backend", reason, p.hard))
+            out.append(NodeTerm(ns, "backend", reason, p.hard))
     return out
 
 
@@ -226,109 +297,124 @@ def compile_problem(graph: LayoutGraph, candidates: list[list[Candidate]],
                     cm: CostModel) -> Compiled:
     """The labeling problem: unary = padding + preferences, edges = relations.
 
-    Tables are memoized by everything :func:`relation_cost` reads (the relation's
-    kind, shapes, view, dims, reader and constant flags) plus both candidate
-    lists, so the repeated layers of a model cost one table each; unary costs of
-    nodes without backend preferences likewise.
+    Tables are memoized by everything :func:`relation_cost` reads (a
+    :class:`RelationSignature`) plus both candidate lists, so the repeated layers of
+    a model cost one table each; unary costs of nodes without backend preferences
+    likewise (by :class:`NodeSignature`).
     """
-    prefs_of = prefs_by_node(graph)
-    unary: list[np.ndarray] = []
-    unary_memo: dict[tuple, np.ndarray] = {}
-    for node in graph.nodes:
-        cands = candidates[node.id]
-        key = None if node.id in prefs_of else (
-            node.kind, node.shape, node.writes + node.free_reads, tuple(cands))
-        row = unary_memo.get(key) if key is not None else None
-        if row is None:
-            costs = []
-            for c in cands:
-                total = 0
-                for ns, _, _, hard in node_cost(cm, graph, prefs_of, node.id, c):
-                    total = FORBIDDEN if hard else min(FORBIDDEN, total + ns)
-                costs.append(total)
-            row = np.array(costs, np.int64)
-            row.flags.writeable = False
-            if key is not None:
-                unary_memo[key] = row
-        unary.append(row)
-    plain = tuple(unary)
-    edges: list[tuple[int, int, np.ndarray]] = []
+    plain = _unary_costs(cm, graph, candidates)
     ties: list[Tie] = []
-    memo: dict[tuple, tuple] = {}
+    memo: dict[tuple[RelationSignature, tuple, tuple], PricedTables] = {}
     targets: dict[tuple, int] = {}
-    priced: list[tuple[Relation, tuple]] = []
+    priced: list[tuple[Relation, PricedTables]] = []
     for rel in graph.relations:
         cu_list, cv_list = candidates[rel.u], candidates[rel.v]
         if rel.kind == "same_order":
             index = {c.minor_to_major: j for j, c in enumerate(cv_list)}
             ties.append(Tie(rel.u, rel.v, tuple(index.get(c.minor_to_major) for c in cu_list)))
             continue
-        key = (rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
-               rel.reader, graph.nodes[rel.u].constant, rel.weight, tuple(cu_list),
-               tuple(cv_list))
-        parts = memo.get(key)
-        if parts is None:
-            parts = memo[key] = _tables(cm, graph, rel, cu_list, cv_list, targets)
-        priced.append((rel, parts))
-    # How many uses of each value can need a copy to each target: a copy to target L
-    # serves at most that many uses, so each may be charged that fraction of it.
-    sizes: dict[tuple, int] = {}
-    wanting: dict[tuple, dict[int, int]] = {}
-    for rel, parts in priced:
-        if parts[2] is not None:
-            group = (rel.computation, rel.value, rel.path)
-            sizes[group] = sizes.get(group, 0) + 1
-            counts = wanting.setdefault(group, {})
-            for d in np.unique(parts[2][parts[2] >= 0]).tolist():
-                counts[d] = counts.get(d, 0) + 1
-    group_ids = {g: i for i, g in enumerate(sizes)}
-    relaxed_unary = list(unary)
-    relaxed_edges: list[tuple[int, int, np.ndarray]] = []
-    tables: list[RelationTables] = []
-    relaxed_memo: dict[tuple, np.ndarray] = {}
-    for rel, (table, base, dst, shared) in priced:
-        group = -1
-        loose = table
-        if dst is not None:
-            g = (rel.computation, rel.value, rel.path)
-            group = group_ids[g]
-            present = np.unique(dst[dst >= 0]).tolist()
-            uses = tuple(wanting[g][d] for d in present)
-            # Also where n == 1: the model charges a copy's padding write once per loop
-            # iteration, the scorer once per buffer (``copy_parts``).
-            key = (id(table), tuple(present), uses)
-            loose = relaxed_memo.get(key)
-            if loose is None:
-                lookup = np.ones(max(present) + 1, np.int64)
-                lookup[present] = uses
-                n = lookup[np.maximum(dst, 0)]
-                loose = np.where(dst >= 0, base + shared // n, table)
-                loose.flags.writeable = False
-                relaxed_memo[key] = loose
-        tables.append(RelationTables(rel.u, rel.v, group, base, dst, shared))
-        for target_unary, target_edges, t in ((unary, edges, table),
-                                              (relaxed_unary, relaxed_edges, loose)):
-            if rel.u == rel.v:
-                target_unary[rel.u] = np.minimum(target_unary[rel.u] + np.diag(t), FORBIDDEN)
-            elif t.any():
-                target_edges.append((rel.u, rel.v, t))
+        key = (relation_signature(graph, rel), tuple(cu_list), tuple(cv_list))
+        tables = memo.get(key)
+        if tables is None:
+            tables = memo[key] = _tables(cm, graph, rel, cu_list, cv_list, targets)
+        priced.append((rel, tables))
+    unary, edges = list(plain), []
+    relaxed_unary, relaxed_edges = list(plain), []
+    split: list[RelationTables] = []
+    for rel, tables, group, loose in _relaxed(priced):
+        split.append(RelationTables(rel.u, rel.v, group, tables.base, tables.dst, tables.shared))
+        _add_relation(unary, edges, rel, tables.table)
+        _add_relation(relaxed_unary, relaxed_edges, rel, loose)
     names = [n.name for n in graph.nodes]
     problem = make_problem(unary, edges, ties=ties, names=names)
     relaxed = make_problem(relaxed_unary, relaxed_edges, ties=ties, names=names)
     return Compiled(graph, tuple(tuple(c) for c in candidates), problem, relaxed, plain,
-                    tuple(tables))
+                    tuple(split))
+
+
+def _unary_costs(cm: CostModel, graph: LayoutGraph, candidates: list[list[Candidate]]
+                 ) -> tuple[np.ndarray, ...]:
+    """Per node, the cost of each of its candidates (``FORBIDDEN`` when a rule forbids it)."""
+    prefs_of = prefs_by_node(graph)
+    unary: list[np.ndarray] = []
+    memo: dict[tuple[NodeSignature, tuple], np.ndarray] = {}
+    for node in graph.nodes:
+        cands = candidates[node.id]
+        signature = node_signature(graph, node.id, prefs_of)
+        key = None if signature is None else (signature, tuple(cands))
+        row = memo.get(key) if key is not None else None
+        if row is None:
+            costs = []
+            for c in cands:
+                total = 0
+                for term in node_cost(cm, graph, prefs_of, node.id, c):
+                    total = FORBIDDEN if term.hard else min(FORBIDDEN, total + term.ns)
+                costs.append(total)
+            row = np.array(costs, np.int64)
+            row.flags.writeable = False
+            if key is not None:
+                memo[key] = row
+        unary.append(row)
+    return tuple(unary)
+
+
+def _relaxed(priced: list[tuple[Relation, PricedTables]]):
+    """Per priced relation: its copy group (-1: it never copies) and its relaxed table,
+    where each copying cell is charged ``base + shared // n`` (``n``: the uses of the
+    value that can need a copy to that target; a copy to target L serves at most that
+    many uses, so each may be charged that fraction of it)."""
+    sizes: dict[tuple, int] = {}
+    wanting: dict[tuple, dict[int, int]] = {}
+    for rel, tables in priced:
+        if tables.dst is not None:
+            group = (rel.computation, rel.value, rel.path)
+            sizes[group] = sizes.get(group, 0) + 1
+            counts = wanting.setdefault(group, {})
+            for d in np.unique(tables.dst[tables.dst >= 0]).tolist():
+                counts[d] = counts.get(d, 0) + 1
+    group_ids = {g: i for i, g in enumerate(sizes)}
+    memo: dict[tuple, np.ndarray] = {}
+    for rel, tables in priced:
+        dst = tables.dst
+        if dst is None:
+            yield rel, tables, -1, tables.table
+            continue
+        g = (rel.computation, rel.value, rel.path)
+        present = np.unique(dst[dst >= 0]).tolist()
+        uses = tuple(wanting[g][d] for d in present)
+        # Also where n == 1: the model charges a copy's padding write once per loop
+        # iteration, the scorer once per buffer (``copy_parts``).
+        key = (id(tables.table), tuple(present), uses)
+        loose = memo.get(key)
+        if loose is None:
+            lookup = np.ones(max(present) + 1, np.int64)
+            lookup[present] = uses
+            n = lookup[np.maximum(dst, 0)]
+            loose = np.where(dst >= 0, tables.base + tables.shared // n, tables.table)
+            loose.flags.writeable = False
+            memo[key] = loose
+        yield rel, tables, group_ids[g], loose
+
+
+def _add_relation(unary: list[np.ndarray], edges: list[tuple[int, int, np.ndarray]],
+                  rel: Relation, table: np.ndarray) -> None:
+    """A self-relation folds into the node's unary costs; a relation that costs
+    nothing anywhere is left out."""
+    if rel.u == rel.v:
+        unary[rel.u] = np.minimum(unary[rel.u] + np.diag(table), FORBIDDEN)
+    elif table.any():
+        edges.append((rel.u, rel.v, table))
 
 
 def _tables(cm: CostModel, graph: LayoutGraph, rel: Relation, cu_list: list[Candidate],
-            cv_list: list[Candidate], targets: dict[tuple, int]) -> tuple:
-    """``(model table, base, dst, shared)`` of one relation (the last two ``None``
-    when no label pair needs a copy); ``targets`` numbers the copies' targets."""
+            cv_list: list[Candidate], targets: dict[tuple, int]) -> PricedTables:
+    """The tables of one relation; ``targets`` numbers the copies' targets."""
     shape = (len(cu_list), len(cv_list))
     table = np.array([[relation_cost(cm, graph, rel, cu, cv)[0] for cv in cv_list]
                       for cu in cu_list], np.int64).reshape(shape)
     table.flags.writeable = False
     if rel.kind != "convert":
-        return table, table, None, None
+        return PricedTables(table, table)
     base = table.copy()
     dst = np.full(shape, -1, np.int64)
     shared = np.zeros(shape, np.int64)
@@ -336,13 +422,13 @@ def _tables(cm: CostModel, graph: LayoutGraph, rel: Relation, cu_list: list[Cand
         for b, cv in enumerate(cv_list):
             parts = copy_parts(cm, graph, rel, cu, cv)
             if parts is not None:
-                base[a, b], shared[a, b] = parts[0], parts[1]
-                dst[a, b] = targets.setdefault(parts[2], len(targets))
+                base[a, b], shared[a, b] = parts.per_use, parts.shared
+                dst[a, b] = targets.setdefault(parts.target, len(targets))
     if not (dst >= 0).any():
-        return table, table, None, None
+        return PricedTables(table, table)
     for array in (base, dst, shared):
         array.flags.writeable = False
-    return table, base, dst, shared
+    return PricedTables(table, base, dst, shared)
 
 
 def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
@@ -353,27 +439,26 @@ def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
     prefs_of = prefs_by_node(graph)
     terms: list[Term] = []
     broken: list[str] = []
-    node_memo: dict[tuple, list] = {}
+    node_memo: dict[tuple[NodeSignature, Candidate], list[NodeTerm]] = {}
     for node in graph.nodes:
         c = chosen[node.id]
-        key = None if node.id in prefs_of else (node.kind, node.shape,
-                                                 node.writes + node.free_reads, c)
+        signature = node_signature(graph, node.id, prefs_of)
+        key = None if signature is None else (signature, c)
         found = node_memo.get(key) if key is not None else None
         if found is None:
             found = node_cost(cm, graph, prefs_of, node.id, c)
             if key is not None:
                 node_memo[key] = found
-        for ns, kind, reason, hard in found:
-            if hard:
-                broken.append(f"{node.name}: {reason}")
-            if ns:
+        for term in found:
+            if term.hard:
+                broken.append(f"{node.name}: {term.reason}")
+            if term.ns:
                 nbytes = physical_bytes(cm.laid_out(node.shape, c), c.format)
-                terms.append(Term(kind, "", node.name, nbytes, ns, reason))
-    memo: dict[tuple, tuple[int, str, str]] = {}
+                terms.append(Term(term.kind, "", node.name, nbytes, term.ns, term.reason))
+    memo: dict[tuple[RelationSignature, Candidate, Candidate], tuple[int, str, str]] = {}
     for rel in graph.relations:
         cu, cv = chosen[rel.u], chosen[rel.v]
-        key = (rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
-               rel.reader, graph.nodes[rel.u].constant, rel.weight, cu, cv)
+        key = (relation_signature(graph, rel), cu, cv)
         cost = memo.get(key)
         if cost is None:
             cost = memo[key] = relation_cost(cm, graph, rel, cu, cv)

@@ -56,7 +56,7 @@ def to_json(result: AssignResult, *, include_hlo: bool = True, include_timings: 
         "breakdown": result.score.breakdown(),
         "terms": [t.to_json() for t in result.score.terms],
         "layouts": [{"computation": c, "instruction": i, "shape": s} for c, i, s in result.layouts],
-        "inserted": [dict(x) for x in result.inserted],
+        "inserted": [x.to_json() for x in result.inserted],
         "entry_layouts": dict(result.entry_layouts),
         "normalization": result.normalization.to_json(),
         "violations": list(result.violations),
@@ -71,7 +71,7 @@ def to_json(result: AssignResult, *, include_hlo: bool = True, include_timings: 
 
 def summary(result: AssignResult) -> dict:
     """The few numbers a terminal summary shows."""
-    copies = sum(1 for x in result.inserted if not x["shared"])
+    copies = sum(1 for x in result.inserted if not x.shared)
     return {"module": result.original.name, "target": result.target, "status": result.status,
             "objective_ns": result.objective, "lower_bound_ns": result.lower_bound,
             "gap": None if result.gap is None else round(result.gap, 6),

@@ -12,7 +12,8 @@ from test_reductions import build
 from solver import memory, solve as solve_module
 from solver.options import SolveOptions
 from solver.problem import Status
-from solver.solve import quick_answer, solve
+from solver.quick import quick_answer
+from solver.solve import solve
 
 
 def many_uses(rng: np.random.Generator) -> Raw:

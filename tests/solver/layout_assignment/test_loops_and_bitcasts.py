@@ -64,8 +64,8 @@ def test_a_known_trip_count_moves_the_relayout_out_of_the_loop():
     result = assign(module, AssignOptions(target="cpu", time_limit=10))
     assert result.status == "OPTIMAL" and result.violations == ()
     # One copy of w before the loop; the body's transpose became free.
-    assert [(x["computation"], x["value"], x["path"], x["runs"])
-            for x in result.inserted] == [("e", "init", [2], 1)]
+    assert [(x.computation, x.value, x.path, x.runs)
+            for x in result.inserted] == [("e", "init", (2,), 1)]
     body = next(c for c in result.module.computations if c.name == "body")
     t = body.instruction("t")
     assert transpose_is_bitcast(body.instruction("b").shape, t.shape, (1, 0))

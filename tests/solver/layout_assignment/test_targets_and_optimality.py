@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 from conftest import shared_path
 from hlo.parser import parse_module
 from hlo.printer import print_module
-from solver.layout_assignment.assign import assign, plan_for, score
+from solver.layout_assignment.assign import assign, score
+from solver.layout_assignment.plan import plan_for
 from solver.layout_assignment.candidates import candidate_sets
 from solver.layout_assignment.costs import CostModel
 from solver.layout_assignment.layout_graph import build_graph

@@ -10,7 +10,8 @@ import pytest
 from hlo.parser import parse_module
 from hlo.passes.apply_layouts import apply_layouts
 from hlo.target import load_target
-from solver.layout_assignment.assign import assign, plan_for, score
+from solver.layout_assignment.assign import assign, score
+from solver.layout_assignment.plan import plan_for
 from solver.layout_assignment.candidates import candidate_sets
 from solver.layout_assignment.compile import compile_problem
 from solver.layout_assignment.costs import CostModel

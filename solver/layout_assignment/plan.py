@@ -1,0 +1,90 @@
+"""The rewrite plan of one labeling: the layout of every array, and the conversions
+(copies) to insert, each described for the report as an :class:`InsertedCopy`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hlo.passes.apply_layouts import Conversion, LayoutPlan
+from hlo.shape import Layout
+from solver.layout_assignment.compile import view_of
+from solver.layout_assignment.costs import Candidate, CostModel, physical_bytes
+from solver.layout_assignment.layout_graph import LayoutGraph
+
+__all__ = ["InsertedCopy", "plan_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class InsertedCopy:
+    """One conversion the rewrite inserts before a use (``for``: the consuming
+    instruction, or ``ROOT``); ``shared`` when an earlier entry already makes the same
+    copy of the same value, which then serves this use too."""
+
+    value: str
+    path: tuple[int, ...]
+    computation: str
+    consumer: str
+    operand: int
+    source: str
+    destination: str
+    bytes: int
+    cost_ns: int
+    runs: int
+    shared: bool
+    why: str
+
+    def to_json(self) -> dict:
+        return {"value": self.value, "path": list(self.path), "computation": self.computation,
+                "for": self.consumer, "operand": self.operand, "from": self.source,
+                "to": self.destination, "bytes": self.bytes, "cost_ns": self.cost_ns,
+                "runs": self.runs, "shared": self.shared, "why": self.why}
+
+
+def plan_for(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate],
+             emit_bitcasts: bool) -> tuple[LayoutPlan, tuple[InsertedCopy, ...]]:
+    """The rewrite plan of one labeling, and the inserted conversions for the report."""
+    layouts, formats = _array_layouts(graph, cm, chosen)
+    conversions: list[Conversion] = []
+    inserted: list[InsertedCopy] = []
+    seen: set = set()
+    for rel in graph.relations:
+        if rel.kind != "convert":
+            continue
+        cu, want = chosen[rel.u], view_of(rel, chosen[rel.v])
+        src = cm.laid_out(rel.shape, cu)
+        dst = cm.laid_out(rel.shape, want)
+        if src == dst and cu.format == want.format:
+            continue
+        conversions.append(Conversion(rel.computation, rel.instruction, rel.operand, rel.path,
+                                      dst.layout, want.format if want.format != "NC1HWC0" else ""))
+        key = (rel.computation, rel.value, rel.path, dst, want.format)
+        ns, why = cm.conversion(src, cu.format, dst, want.format)
+        constant = graph.nodes[rel.u].constant
+        inserted.append(InsertedCopy(
+            value=rel.value, path=tuple(rel.path), computation=rel.computation,
+            consumer=rel.instruction or "ROOT", operand=rel.operand, source=str(src),
+            destination=str(dst) + (f" ({want.format})" if want.format else ""),
+            bytes=int(physical_bytes(src, cu.format) + physical_bytes(dst, want.format)),
+            cost_ns=0 if constant else ns * rel.weight, runs=rel.weight, shared=key in seen,
+            why=("constant re-laid out at compile time" if constant
+                 else f"{rel.instruction or 'the root'} needs {want}: {why}")))
+        seen.add(key)
+    return LayoutPlan(layouts, tuple(conversions), formats, emit_bitcasts), tuple(inserted)
+
+
+def _array_layouts(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate]
+                   ) -> tuple[dict, dict]:
+    """The layout of every array position, and the storage format where it has one."""
+    layouts: dict = {}
+    formats: dict = {}
+    for pos, nid in graph.position_node.items():
+        node = graph.nodes[nid]
+        c = chosen[nid]
+        layouts[pos] = cm.laid_out(node.shape, c).layout
+        if c.format and c.format != "NC1HWC0":
+            formats[pos] = c.format
+    for buf in graph.buffers.buffers:
+        if buf.shape.rank == 0:
+            for pos in buf.members:
+                layouts[pos] = Layout(())
+    return layouts, formats
