@@ -50,6 +50,11 @@ _FREE = frozenset({"gather", "iota", "rng", "rng-bit-generator", "constant", "pa
                    "call", "fusion", "conditional", "transpose", "reshape", "copy", "bitcast",
                    "broadcast", "custom-call", "bitcast-convert"})
 
+#: Custom-call targets whose operands and results XLA requires dim-0-major (the default
+#: layout): XLA:CPU's ``TopK`` checks ``IsMonotonicWithDim0Major`` when it compiles, a check
+#: its parser does not make.
+DIM0_MAJOR_CALLS = frozenset({"TopK"})
+
 _VARIADIC_TIED = frozenset({"sort", "reduce-window", "scatter", "all-reduce", "all-to-all",
                             "collective-permute", "all-gather", "reduce-scatter",
                             "select-and-scatter"})
@@ -438,6 +443,9 @@ class _Builder:
                             leaf, reader=False)
 
     def custom_call(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
+        if getattr(instr.attr("custom_call_target"), "text", None) in DIM0_MAJOR_CALLS:
+            self.opaque(comp, instr, shapes, written=False)
+            return
         constraints = instr.attr("operand_layout_constraints")
         if not isinstance(constraints, tuple):
             self.aliased_operands(comp, instr, shapes)
@@ -487,16 +495,20 @@ class _Builder:
             return
         self.convert_leaves(callee.name, "", -1, callee.root, comp, instr.name, reader=False)
 
-    def opaque(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
-        """An op we know no layout rule for: keep its layouts exactly as written."""
+    def opaque(self, comp: str, instr: Instruction, shapes: dict[str, Shape],
+               written: bool = True) -> None:
+        """An op we know no layout rule for: keep its layouts exactly as written (or, with
+        ``written=False``, the default dim-0-major layouts it requires)."""
         for path, leaf in value_leaves(instr.shape):
             self.pin_position(comp, instr.name, path,
-                              _cand(leaf) or Candidate(tuple(range(leaf.rank - 1, -1, -1))))
+                              (_cand(leaf) if written else None)
+                              or Candidate(tuple(range(leaf.rank - 1, -1, -1))))
         for k, name in enumerate(instr.operands):
             for path, leaf in value_leaves(shapes.get(name, TupleShape(()))):
                 if leaf.rank == 0:
                     continue
-                pinned = _cand(leaf) or Candidate(tuple(range(leaf.rank - 1, -1, -1)))
+                pinned = ((_cand(leaf) if written else None)
+                          or Candidate(tuple(range(leaf.rank - 1, -1, -1))))
                 v = self.view(comp, instr, k, path, leaf, pinned)
                 self.relate("convert", self.leaf(comp, name, path), v, comp, instr.name, k, path,
                             name, leaf)
