@@ -23,7 +23,7 @@ talk to the host or another program (:data:`PEER_OPCODES`) raise when run.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from hlo.interpreter.async_ops import PEER_OPCODES, register_async_sugar
 from hlo.interpreter.machine import HANDLERS, Machine
 from hlo.interpreter.participants import Exchange, Participant, PeerFailure, World
 from hlo.interpreter.values import TOKEN, InterpretError, Value, dtype_of
-from hlo.ir import Module
+from hlo.ir import Instruction, Module
 
 __all__ = [
     "PEER_OPCODES",
@@ -62,9 +62,15 @@ __all__ = [
 register_async_sugar()
 
 
-def evaluate(module: Module, args: Sequence[Value]) -> Value:
-    """Run ``module``'s entry computation on ``args`` (logical arrays, tuples)."""
+def evaluate(
+    module: Module, args: Sequence[Value], *, perturb: Callable[[Machine, Instruction, list[Value], Value], Value] | None = None
+) -> Value:
+    """Run ``module``'s entry computation on ``args`` (logical arrays, tuples).
+
+    ``perturb``, when given, is applied to every instruction's result (see :mod:`hlo.shadow`).
+    """
     machine = Machine(module)
+    machine.perturb = perturb
     with np.errstate(all="ignore"):
         return machine.run(module.entry, list(args))
 

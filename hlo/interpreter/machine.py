@@ -99,6 +99,9 @@ class Machine:
         self._indexes: dict[str, dict[str, Instruction]] = {}
         self._frames: list[dict[str, Instruction]] = []
         self.batched = False
+        #: ``perturb(machine, instr, operands, result)`` replaces every result (``None``: none); see
+        #: :mod:`hlo.shadow`.
+        self.perturb: Callable[[Machine, Instruction, list[Value], Value], Value] | None = None
 
     def computation(self, name: str) -> Computation:
         try:
@@ -160,7 +163,8 @@ class Machine:
             raise error_at(instr, "computations nest too deeply to evaluate") from None
         except Exception as exc:  # noqa: BLE001  (any other failure is a defect: name where it happened)
             raise error_at(instr, f"cannot evaluate on operands ({self._operand_text(instr)}): {exc}") from exc
-        return self._conform(instr, result)
+        result = self._conform(instr, result)
+        return result if self.perturb is None else self.perturb(self, instr, operands, result)
 
     def _operand_text(self, instr: Instruction) -> str:
         frame = self._frames[-1] if self._frames else {}

@@ -24,9 +24,10 @@ def _summary(report: EquivalenceReport) -> list[str]:
     lines = []
     if report.equivalent:
         how = "bit for bit" if report.exact else (
-            f"within tolerance (max normwise error {report.max_relative_error:.3g})"
+            f"within the rounding bound (worst error {report.worst_ratio:.3g} of the allowed)"
         )
         lines.append(f"equivalent on {report.trials} random input set(s), seed {report.seed}: {how}")
+        lines.extend(f"  note: {n}" for n in report.notes if "not bit for bit" not in n)
     else:
         lines.append(f"NOT equivalent: {report.difference}")
     if report.violations:
@@ -73,7 +74,21 @@ def register(app: typer.Typer) -> None:
             help="Also run REWRITTEN in XLA:CPU with exactly its layouts and compare it with "
                  "XLA's execution of ORIGINAL (needs the xla extra)."),
     ) -> None:
-        """Run ORIGINAL and REWRITTEN on the same random inputs and compare every output."""
+        """Run ORIGINAL and REWRITTEN on the same random inputs and compare every output.
+
+        \b
+        Each element of REWRITTEN's output (R) is judged against
+        the original run in f64 (S), three f64 runs with rounding
+        noise of the original's precision (N1..N3) and the
+        original's own output (O):
+        - identical bits (NaN = NaN): accepted
+        - float: |R-S| <= max(2|O-S|, 4 max|Nj-S|) + 4u|S| + tiny
+          (u, tiny: unit roundoff, smallest normal of its type)
+        - S, O or an Nj NaN/inf: not judged (counted unchecked)
+        - integer: must equal O unless O, S, Nj disagree on it
+        Float inputs reaching log/sqrt/rsqrt/power: in [0.05, 0.95].
+        Layout violations of REWRITTEN also fail verification.
+        """
         first = load_module(original)
         second = load_module(rewritten)
         try:

@@ -1,0 +1,98 @@
+"""Layout and rewrite mistakes planted into real modules: each must make verification fail.
+
+Each planter takes a module and returns a broken copy (or ``None`` when the module has no place for
+that mistake): values moved by a wrong transpose permutation, a layout-changing ``copy`` replaced by
+a ``bitcast`` (the copy is missing), the operands of a non-commutative op swapped, and an
+elementwise result given a layout other than its operand's (a broken tie).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable
+
+from hlo.ir import Instruction, Module
+from hlo.shape import ArrayShape
+
+NON_COMMUTATIVE = ("subtract", "divide", "power", "atan2", "remainder")
+
+
+def _replace(module: Module, old: Instruction, new: Instruction) -> Module:
+    comps = []
+    for comp in module.computations:
+        if old in comp.instructions:
+            comp = dataclasses.replace(
+                comp, instructions=tuple(new if i is old else i for i in comp.instructions)
+            )
+        comps.append(comp)
+    return dataclasses.replace(module, computations=tuple(comps))
+
+
+def _instructions(module: Module):
+    for comp in module.computations:
+        shapes = {i.name: i.shape for i in comp.instructions}
+        for instr in comp.instructions:
+            yield instr, shapes
+
+
+def wrong_transpose(module: Module) -> Module | None:
+    for instr, shapes in _instructions(module):
+        if instr.opcode != "transpose" or not isinstance(instr.shape, ArrayShape):
+            continue
+        dims = shapes[instr.operands[0]].dims
+        perm = tuple(instr.attr("dimensions"))
+        for other in itertools.permutations(range(len(dims))):
+            if other != perm and tuple(dims[p] for p in other) == instr.shape.dims:
+                moved = tuple(k for k in range(len(dims)) if other[k] != perm[k])
+                if all(dims[perm[k]] > 1 for k in moved):
+                    attrs = tuple((k, other if k == "dimensions" else v) for k, v in instr.attributes)
+                    return _replace(module, instr, dataclasses.replace(instr, attributes=attrs))
+    return None
+
+
+def missing_copy(module: Module) -> Module | None:
+    for instr, shapes in _instructions(module):
+        if instr.opcode != "copy" or not isinstance(instr.shape, ArrayShape):
+            continue
+        source = shapes[instr.operands[0]]
+        if not isinstance(source, ArrayShape) or source.layout is None or instr.shape.layout is None:
+            continue
+        nontrivial = [d for d in range(len(source.dims)) if source.dims[d] > 1]
+        order = [d for d in source.layout.minor_to_major if d in nontrivial]
+        if order != [d for d in instr.shape.layout.minor_to_major if d in nontrivial]:
+            return _replace(module, instr, dataclasses.replace(instr, opcode="bitcast"))
+    return None
+
+
+def swapped_operands(module: Module) -> Module | None:
+    for instr, shapes in _instructions(module):
+        if instr.opcode in NON_COMMUTATIVE and len(instr.operands) == 2:
+            a, b = instr.operands
+            if a != b and shapes[a] == shapes[b] and isinstance(shapes[a], ArrayShape) and shapes[a].dims:
+                return _replace(module, instr, dataclasses.replace(instr, operands=(b, a)))
+    return None
+
+
+def broken_tie(module: Module) -> Module | None:
+    for instr, _ in _instructions(module):
+        shape = instr.shape
+        if instr.opcode not in ("add", "multiply", "subtract", "negate", "exponential", "tanh"):
+            continue
+        if not isinstance(shape, ArrayShape) or shape.layout is None or len(shape.dims) < 2:
+            continue
+        if sum(d > 1 for d in shape.dims) < 2 or shape.layout.tiles:
+            continue
+        mtm = tuple(shape.layout.minor_to_major)
+        flipped = (mtm[1], mtm[0], *mtm[2:])
+        layout = dataclasses.replace(shape.layout, minor_to_major=flipped)
+        return _replace(module, instr, dataclasses.replace(instr, shape=dataclasses.replace(shape, layout=layout)))
+    return None
+
+
+PLANTERS: dict[str, Callable[[Module], Module | None]] = {
+    "wrong-transpose": wrong_transpose,
+    "missing-copy": missing_copy,
+    "swapped-operands": swapped_operands,
+    "broken-tie": broken_tie,
+}
