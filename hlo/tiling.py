@@ -349,8 +349,8 @@ def _step_is_reshape(step: TileStep) -> bool:
     if any(d % t for d, t in zip(step.merged, step.tile)):
         return False
     m = len(step.tile)
-    # inner part j moves past outer parts l > j: harmless only if one of them is 1.
-    return all(step.tile[j] == 1 or outer[l] == 1 for j in range(m) for l in range(j + 1, m))
+    # inner part j moves past outer parts k > j: harmless only if one of them is 1.
+    return all(step.tile[j] == 1 or outer[k] == 1 for j in range(m) for k in range(j + 1, m))
 
 
 def is_untiled_layout(shape: ArrayShape) -> bool:

@@ -32,7 +32,7 @@ from service.pipeline import (
     hlo_failure,
 )
 from solver.layout_assignment import options as solver_options_module
-from solver.layout_assignment.assign import AssignmentError
+from solver.errors import AssignmentError
 from solver.layout_assignment.assign import assign as assign_layouts
 from solver.layout_assignment.assign import score as score_layouts
 from solver.layout_assignment.layout_graph import fully_laid_out

@@ -30,6 +30,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver import memory as memory_checks
+from solver.errors import BuildTimeout, ModelInvalid
 from solver.options import SolveOptions
 from solver.problem import FORBIDDEN, Problem, Status
 
@@ -72,10 +73,6 @@ class LabelModel:
         self.small_tables: dict[tuple, tuple] = {}
 
 
-class BuildTimeout(Exception):
-    """Building the model did not finish before the deadline."""
-
-
 def build_model(problem: Problem, hint: tuple[int, ...] | None = None,
                 deadline: float | None = None) -> LabelModel:
     """Variables, constraints and objective for ``problem``; optional complete hint
@@ -87,7 +84,7 @@ def build_model(problem: Problem, hint: tuple[int, ...] | None = None,
     model = built.model
 
     # Label booleans, one-hot per node; unary costs go straight to the objective.
-    for node, costs in enumerate(problem.unary):
+    for costs in problem.unary:
         row = [model.new_bool_var("") if c < FORBIDDEN else None for c in costs.tolist()]
         model.add_exactly_one([v for v in row if v is not None])
         built.x.append(row)
@@ -373,6 +370,8 @@ def solve_model(built: LabelModel, options: SolveOptions, time_limit: float) -> 
         params.interleave_batch_size = 4
     status = solver.solve(built.model)
     wall = solver.wall_time
+    if status == cp_model.MODEL_INVALID:
+        raise ModelInvalid(f"CP-SAT rejected the model: {built.model.validate()}")
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         mapped = Status.INFEASIBLE if status == cp_model.INFEASIBLE else Status.UNKNOWN
         bound = None

@@ -263,9 +263,10 @@ def _live_labels(problem: Problem, tables: dict[tuple[int, int], np.ndarray]
         j = queue.popleft()
         queued[j] = False
         u, v, allowed = hard[j]
-        for node, support in ((u, lambda: (allowed & live[v][None, :]).any(axis=1)),
-                              (v, lambda: (allowed & live[u][:, None]).any(axis=0))):
-            keep = live[node] & support()
+        for node, other, axis in ((u, v, 1), (v, u, 0)):
+            # A label of ``node`` is supported when some live label of ``other`` allows it.
+            other_live = live[other][None, :] if axis == 1 else live[other][:, None]
+            keep = live[node] & (allowed & other_live).any(axis=axis)
             if keep.sum() == live[node].sum():
                 continue
             if not keep.any():

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from solver.problem import FORBIDDEN, Problem, ProblemError, make_problem
+from solver.errors import ProblemError
+from solver.problem import FORBIDDEN, Problem, make_problem
 
 
 def _load_json(path: Path) -> dict:

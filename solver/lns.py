@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from solver import cpsat
+from solver.errors import BuildTimeout
 from solver.options import SolveOptions
 from solver.problem import FORBIDDEN, Edge, FixedUse, MemoryUse, Problem
 
@@ -48,7 +49,7 @@ def _window_problem(problem: Problem, nodes: list[int], labels: np.ndarray,
     memory = []
     fixed = list(problem.fixed_memory)
     if problem.memory_limit is not None:
-        for i, use in enumerate(problem.memory):
+        for use in problem.memory:
             if use.node in inside:
                 memory.append(MemoryUse(inside[use.node], use.start, use.end, use.usage))
             elif use.start < use.end:
@@ -86,7 +87,7 @@ def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options:
         hint = tuple(int(current[v]) for v in nodes)
         try:
             built = cpsat.build_model(sub, hint, deadline)
-        except cpsat.BuildTimeout:
+        except BuildTimeout:
             break
         limit = min(window_time, deadline - time.perf_counter())
         if limit <= 0.05:

@@ -26,13 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.errors import ProblemError
+
 #: Cost sentinel for a label or label pair that may not be chosen. Real costs
 #: stay below it; sums are clamped to it, so three of them still fit in int64.
 FORBIDDEN = 10**18
-
-
-class ProblemError(ValueError):
-    """An invalid problem: names the node, edge, tie or memory entry at fault."""
 
 
 def _frozen_array(values: object, what: str, ndim: int) -> np.ndarray:

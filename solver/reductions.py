@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver import memory as memory_checks
+from solver.errors import Infeasible, ProblemError
 from solver.options import ALL_PASSES
 from solver.fusion import functional_groups
 from solver.problem import FORBIDDEN, Edge, FixedUse, MemoryUse, Problem
@@ -52,10 +53,6 @@ GROUP_LABELS = 48
 DOMINANCE_LIMIT = 64
 #: Largest ``k * k * row width`` compared when searching dominated labels.
 DOMINANCE_WORK = 4_000_000
-
-
-class Infeasible(Exception):
-    """Raised inside the reductions when a hard rule cannot be met."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -86,7 +83,7 @@ def reduce_problem(problem: Problem, passes: tuple[str, ...] = ALL_PASSES,
 
     unknown = set(passes) - set(ALL_PASSES)
     if unknown:
-        raise ValueError(f"unknown reduction passes: {sorted(unknown)}")
+        raise ProblemError(f"unknown reduction passes: {sorted(unknown)}")
     stats: list[tuple[str, int]] = [("nodes", problem.num_nodes), ("edges", len(problem.edges))]
     fixed = list(problem.fixed_memory)
     try:

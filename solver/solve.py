@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from solver import cpsat, lns
 from solver.dual_bound import dual_bound
+from solver.errors import BuildTimeout, ProblemError, SolveError
 from solver.heuristics import heuristic
 from solver.laps import Laps
 from solver.options import SolveOptions
@@ -47,10 +48,6 @@ DUAL_BOUND_SECONDS = 20.0
 #: CP-SAT does not prove its answer: with memory rows its own bound stays weak.
 MEMORY_DUAL_SHARE = 0.1
 MEMORY_DUAL_SECONDS = 5.0
-
-
-class SolveError(RuntimeError):
-    """An internal inconsistency: a returned assignment failed re-evaluation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +92,7 @@ def _modelled_whole(core: Problem) -> bool:
 def _build_in_time(core: Problem, deadline: float) -> cpsat.LabelModel | None:
     try:
         return cpsat.build_model(core, None, deadline)
-    except cpsat.BuildTimeout:
+    except BuildTimeout:
         return None
 
 
@@ -168,9 +165,9 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
 def _check_arguments(problem: Problem, hint: Sequence[int] | None,
                      prepared: Prepared | None) -> None:
     if prepared is not None and prepared.problem is not problem:
-        raise ValueError("prepared for another problem")
+        raise ProblemError("prepared for another problem")
     if hint is not None and len(hint) != problem.num_nodes:
-        raise ValueError(f"hint has {len(hint)} labels, the problem {problem.num_nodes} nodes")
+        raise ProblemError(f"hint has {len(hint)} labels, the problem {problem.num_nodes} nodes")
 
 
 def _reserve(problem: Problem, options: SolveOptions) -> float:

@@ -1,4 +1,5 @@
-"""Architecture contracts: layers point one way, networkx stays behind hlo.graph."""
+"""Architecture contracts: layers point one way, networkx stays behind hlo.graph, ortools
+behind solver.cpsat."""
 
 from __future__ import annotations
 

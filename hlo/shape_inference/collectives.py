@@ -25,7 +25,7 @@ def _resized(ctx: Context, grows: bool) -> Shape:
     d = ctx.int("dimensions")
     outs = _results(ctx, len(ops))
     expected = []
-    for i, (x, y) in enumerate(zip(ops, outs)):
+    for x, y in zip(ops, outs):
         if not 0 <= d < x.rank or y.rank != x.rank:
             fail(f"{ctx.instr.opcode} dimension {d} is invalid for {x} -> {y}")
         small, big = (x, y) if grows else (y, x)

@@ -74,7 +74,9 @@ async def read_json(request: Request) -> Any:
     try:
         return json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(422, error_body("invalid_request", f"body is not JSON: {exc}", field="body"))
+        raise ApiError(
+            422, error_body("invalid_request", f"body is not JSON: {exc}", field="body")
+        ) from None
 
 
 def module_request_reader(operation: Operation) -> Callable[[Request], Awaitable[ModuleRequest]]:
@@ -93,7 +95,7 @@ def module_request_reader(operation: Operation) -> Callable[[Request], Awaitable
             except UnicodeDecodeError as exc:
                 raise ApiError(
                     400, error_body("bad_request", f"body is not UTF-8: {exc}", field="hlo")
-                )
+                ) from None
             data: dict[str, Any] = {"hlo": text}
             options: dict[str, Any] = {}
             for key in request.query_params:
@@ -109,14 +111,14 @@ def module_request_reader(operation: Operation) -> Callable[[Request], Awaitable
             try:
                 body = model.model_validate(data)
             except ValidationError as exc:
-                raise ApiError(422, validation_body(exc.errors(), drop=("options",)))
+                raise ApiError(422, validation_body(exc.errors(), drop=("options",))) from None
             given = options
         elif media in ("application/json", ""):
             raw = await read_json(request)
             try:
                 body = model.model_validate(raw)
             except ValidationError as exc:
-                raise ApiError(422, validation_body(exc.errors()))
+                raise ApiError(422, validation_body(exc.errors())) from None
             given = raw.get("options") if isinstance(raw, dict) else None
         else:
             raise ApiError(

@@ -21,7 +21,8 @@ from hlo.target import load_target
 from service.cli.measure_commands import print_measured
 from service.cli.source import load_module
 from service.measurement import exit_code
-from solver.layout_assignment.assign import AssignmentError, assign, score
+from solver.errors import AssignmentError
+from solver.layout_assignment.assign import assign, score
 from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.report import summary, to_json
 

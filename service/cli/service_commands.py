@@ -31,7 +31,7 @@ def _settings(**overrides: Any) -> Any:
         for err in exc.errors():
             field = ".".join(str(p) for p in err["loc"]) or "settings"
             typer.echo(f"error: invalid setting {field}: {err['msg']}", err=True)
-        raise typer.Exit(code=2)
+        raise typer.Exit(code=2) from None
 
 
 def _target(value: str | None) -> str | InlineTarget | None:
@@ -63,7 +63,7 @@ def _options(operation: Operation, given: dict[str, Any]) -> Any:
     except ValidationError as exc:
         for err in exc.errors():
             typer.echo(f"error: option {'.'.join(map(str, err['loc']))}: {err['msg']}", err=True)
-        raise typer.Exit(code=2)
+        raise typer.Exit(code=2) from None
 
 
 def register(app: typer.Typer) -> None:
@@ -140,7 +140,7 @@ def register(app: typer.Typer) -> None:
             modules = collect_inputs(inputs)
         except BatchError as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(code=2)
+            raise typer.Exit(code=2) from None
         spec = BatchSpec(op, options, spec_target, timeout_s=settings.request_timeout_s)
         if engine is EngineName.RAY:
             from service.batch_ray import RayEngine
@@ -169,7 +169,7 @@ def register(app: typer.Typer) -> None:
             except BatchError as exc:
                 progress.stop()
                 typer.echo(f"error: {exc}", err=True)
-                raise typer.Exit(code=2)
+                raise typer.Exit(code=2) from None
         if result_cache is not None:
             result_cache.close()
         console.print(

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from solver.iopddl import read_instance, write_answer
 from solver.options import SolveOptions
-from solver.problem import ProblemError
+from solver.errors import ProblemError
 from solver.solve import solve
 
 

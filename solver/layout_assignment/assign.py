@@ -28,6 +28,7 @@ from hlo.layout_verifier import verify_layouts
 from hlo.passes.apply_layouts import apply_layouts
 from hlo.target import Target, load_target
 from hlo.verifier import collect_errors
+from solver.errors import AssignmentError
 from solver.laps import Laps
 from solver.layout_assignment.baselines import default_labels, greedy_labels
 from solver.layout_assignment.candidates import candidate_sets
@@ -49,11 +50,7 @@ from solver.problem import Problem, Solution, Status
 from solver.problem import evaluate as evaluate_labels
 from solver.solve import Prepared, prepare, solve, trivial_bound
 
-__all__ = ["AssignResult", "ScoreResult", "assign", "score", "AssignmentError"]
-
-
-class AssignmentError(ValueError):
-    """No assignment satisfies the hard rules (names the instructions involved)."""
+__all__ = ["AssignResult", "ScoreResult", "assign", "score"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,7 @@ def exact_problem(compiled: Compiled, *, two_label: bool = True) -> Problem:
             for d in np.unique(t.dst[t.dst >= 0]).tolist():
                 wanting.setdefault((t.group, d), []).append(i)
     shared_targets = {key for key, uses in wanting.items() if len(uses) > 1}
-    for i, t in enumerate(compiled.tables):
+    for t in compiled.tables:
         table = t.base
         if t.dst is not None:
             alone = np.zeros(t.dst.shape, bool)

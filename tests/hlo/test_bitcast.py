@@ -22,7 +22,7 @@ from hlo.bitcast import (
 )
 from hlo.errors import LayoutError
 from hlo.shape import ArrayShape, Layout, Tile
-from strategies import dims, layouts, tiles
+from strategies import dims, layouts
 from test_tiling import oracle_buffer
 
 SETTINGS = settings(max_examples=120, deadline=None)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pytest
 
 from hlo.interpreter import evaluate
 from hlo.parser import parse_module

@@ -56,7 +56,7 @@ def test_linearity(layout, data) -> None:
 def test_product_naming_rules(a, b) -> None:
     """Shared names merge with the left factor in the low bits; others concatenate."""
     prod = a * b
-    a_in, b_in, a_out, b_out = dict(a.ins), dict(b.ins), dict(a.outs), dict(b.outs)
+    a_in, b_in, a_out = dict(a.ins), dict(b.ins), dict(a.outs)
     for x in itertools.product(*[range(1 << bits) for _, bits in prod.ins]):
         named = dict(zip([n for n, _ in prod.ins], x))
         xa = {n: named[n] & ((1 << a_in[n]) - 1) for n in a_in}
@@ -151,18 +151,18 @@ def test_blocked_matches_explicit_enumeration(data) -> None:
             x //= sizes[dim]
         return coords
 
-    for r, l, w in itertools.product(range(np.prod(spt)), range(np.prod(tpw)), range(np.prod(wpc))):
-        cr, cl, cw = unravel(r, spt), unravel(l, tpw), unravel(w, wpc)
+    for r, lane, w in itertools.product(range(np.prod(spt)), range(np.prod(tpw)), range(np.prod(wpc))):
+        cr, cl, cw = unravel(r, spt), unravel(lane, tpw), unravel(w, wpc)
         expected = tuple(cw[d] * tpw[d] * spt[d] + cl[d] * spt[d] + cr[d] for d in range(rank))
-        assert layout.apply({"register": r, "lane": l, "warp": w}) == expected
+        assert layout.apply({"register": r, "lane": lane, "warp": w}) == expected
 
 
 def test_seed_blocked_example() -> None:
     layout = blocked((2, 2), (8, 4), (1, 2), (1, 0))
     owner = np.zeros((16, 16), dtype=int)
-    for r, l, w in itertools.product(range(4), range(32), range(2)):
-        i, j = layout.apply({"register": r, "lane": l, "warp": w})
-        owner[i, j] = 32 * w + l
+    for r, lane, w in itertools.product(range(4), range(32), range(2)):
+        i, j = layout.apply({"register": r, "lane": lane, "warp": w})
+        owner[i, j] = 32 * w + lane
     assert list(owner[0, :]) == [0, 0, 1, 1, 2, 2, 3, 3, 32, 32, 33, 33, 34, 34, 35, 35]
     assert list(owner[2, :8]) == [4, 4, 5, 5, 6, 6, 7, 7]
     assert list(owner[15, 8:]) == [60, 60, 61, 61, 62, 62, 63, 63]
@@ -173,8 +173,8 @@ def test_mfma_pictures(nonk) -> None:
     layout = mfma(nonk)
     regs = 16 if nonk == 32 else 4
     owned = {}
-    for r, l in itertools.product(range(regs), range(64)):
-        owned.setdefault(l, set()).add(layout.apply({"register": r, "lane": l, "warp": 0}))
+    for r, lane in itertools.product(range(regs), range(64)):
+        owned.setdefault(lane, set()).add(layout.apply({"register": r, "lane": lane, "warp": 0}))
     for lane, cells in owned.items():
         if nonk == 32:
             expected = {(row, lane % 32) for row in range(32) if (row // 4) % 2 == lane // 32}

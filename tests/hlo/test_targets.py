@@ -9,7 +9,7 @@ from importlib import resources
 import pytest
 
 from hlo.errors import HloError
-from hlo.shape import ArrayShape, Layout, Tile
+from hlo.shape import ArrayShape
 from hlo.target import TargetError, builtin_target_names, load_target
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings

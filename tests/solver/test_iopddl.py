@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from service.cli import build_app
 from solver.iopddl import read_instance
 from solver.options import SolveOptions
-from solver.problem import FORBIDDEN, ProblemError
+from solver.errors import ProblemError
+from solver.problem import FORBIDDEN
 from solver.solve import solve
 
 SMALLEST = "asplos-2025-iopddl-B.json.gz"

@@ -9,6 +9,7 @@ import pytest
 from oracle import Raw, brute_force, cost_of, random_raw
 from test_reductions import build
 
+from solver.errors import ProblemError
 from solver.options import SolveOptions
 from solver.problem import FORBIDDEN, Status, make_problem
 from solver.solve import solve
@@ -156,7 +157,7 @@ def test_a_hint_is_never_lost_when_time_runs_out() -> None:
 
 
 def test_hint_of_the_wrong_length_is_rejected() -> None:
-    with pytest.raises(ValueError, match="hint has 1 labels"):
+    with pytest.raises(ProblemError, match="hint has 1 labels"):
         solve(make_problem([[0, 1], [0, 1]]), QUICK, hint=(0,))
 
 
@@ -223,7 +224,7 @@ def test_prepared_solve_matches_brute_force_and_the_plain_solve() -> None:
             continue
         assert got.status == Status.OPTIMAL and got.objective == want[0], seed
         assert got.labels == solve(problem, QUICK).labels, seed
-    with pytest.raises(ValueError, match="another problem"):
+    with pytest.raises(ProblemError, match="another problem"):
         solve(build(raw), QUICK, prepared=prepare(problem, QUICK))
 
 

@@ -81,7 +81,7 @@ def _brute(module, target):
     for labels in itertools.product(*(range(len(c)) for c in compiled.candidates)):
         if evaluate(compiled.problem, labels) is None:  # a hard rule broken
             continue
-        chosen = [compiled.candidates[i][l] for i, l in enumerate(labels)]
+        chosen = [compiled.candidates[i][label] for i, label in enumerate(labels)]
         plan, _ = plan_for(graph, cm, chosen, False)
         costs[labels] = score(apply_layouts(module, plan), target).total
     return costs, compiled
