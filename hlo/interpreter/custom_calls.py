@@ -1,14 +1,20 @@
-"""``custom-call`` targets: the LAPACK kernels that JAX emits on CPU.
+"""``custom-call``: every target jaxlib's CPU backend registers, and XLA:CPU's ``TopK``.
 
-Conventions (jaxlib's ``lapack_*_ffi`` kernels, read from the corpus): the
-leading ``num_batch_dims`` dims are batch dims; operands and results are
-logical matrices (the column-major ``operand_layout_constraints`` only tell
-where LAPACK reads them, which the interpreter does not need); ``info`` results
-are s32 per batch element; ``getrf`` pivots are LAPACK's 1-based ``ipiv``;
-``backend_config`` bytes are ASCII letters (``uplo = 76`` is 'L', ``85`` 'U',
-``trans_x = 78`` 'N', ``84`` 'T', ``67`` 'C', ``diag = 85`` unit, ``side = 76`` left,
-``mode = 86`` eigenvectors). The kernels are SciPy's LAPACK wrappers, the same
-library jaxlib calls.
+:data:`JAXLIB_CPU_TARGETS` lists the custom-call targets jaxlib 0.10 registers
+for the CPU platform (read from jaxlib itself: ``jaxlib.lapack.registrations()``,
+``jaxlib.cpu_sparse.registrations()`` and
+``jax._src.lib._jax.custom_call_targets("Host")`` after ``import jax``). Each
+either runs here or is refused by name (:data:`REFUSED`, with the reason):
+
+* the LAPACK FFI kernels ``lapack_<s|d|c|z><routine>_ffi`` run through SciPy's
+  LAPACK, the library jaxlib itself calls (:mod:`hlo.interpreter.lapack`);
+* ``TopK`` (XLA:CPU's own target, which XLA's ``TopkRewriter`` makes from a
+  sort): the ``k`` first elements of each row of a stable sort by its
+  comparator, with their s32 indices;
+* host callbacks, the sparse kernel, the perturbed tridiagonal solver and
+  ``dce_sink`` are refused.
+
+Any other target is refused too, naming it.
 """
 
 from __future__ import annotations
@@ -17,9 +23,38 @@ import re
 
 import numpy as np
 
+from hlo.interpreter.lapack import KERNELS, run_lapack
 from hlo.interpreter.machine import Machine, error_at, register
-from hlo.interpreter.values import InterpretError, Value
-from hlo.ir import Instruction, Quoted, Verbatim
+from hlo.interpreter.sort import stable_order
+from hlo.interpreter.values import Value, dtype_of
+from hlo.ir import ComputationRef, Instruction, Quoted, Verbatim
+from hlo.shape import ArrayShape, TupleShape
+
+#: The LAPACK routines jaxlib wraps, by the name of their real (s/d) and complex (c/z) variants.
+_LAPACK_ROUTINES = (
+    ("getrf", "getrf"), ("geqrf", "geqrf"), ("geqp3", "geqp3"), ("orgqr", "ungqr"),
+    ("ormqr", "unmqr"), ("potrf", "potrf"), ("gesdd", "gesdd"), ("gesvd", "gesvd"),
+    ("syevd", "heevd"), ("geev", "geev"), ("gees", "gees"), ("gehrd", "gehrd"),
+    ("sytrd", "hetrd"), ("trsm", "trsm"), ("gtsv", "gtsv"),
+)
+
+#: Targets refused by name, with the reason.
+REFUSED: dict[str, str] = {
+    "tridiagonal_solve_perturbed_ffi": "jaxlib's own perturbed Gaussian elimination is not modeled",
+    "cpu_csr_sparse_dense_ffi": "sparse CSR matrix products are not modeled",
+    "xla_ffi_python_cpu_callback": "it calls back into the Python host program",
+    "xla_ffi_partitioned_python_cpu_callback": "it calls back into the Python host program",
+    "xla_buffer_python_cpu_callback": "it calls back into the Python host program",
+    "dce_sink": "it only marks a value as used for JAX's dead-code elimination",
+}
+
+#: Every custom-call target jaxlib 0.10 registers for CPU (the LAPACK family for s/d/c/z).
+JAXLIB_CPU_TARGETS: frozenset[str] = frozenset(
+    [f"lapack_{p}{real if p in 'sd' else cplx}_ffi"
+     for real, cplx in _LAPACK_ROUTINES for p in "sdcz"] + list(REFUSED)
+)
+
+_LAPACK = re.compile(r"lapack_([sdcz])([a-z0-9]+)_ffi$")
 
 
 def _target(instr: Instruction) -> str:
@@ -28,9 +63,11 @@ def _target(instr: Instruction) -> str:
 
 
 def _config(instr: Instruction) -> dict[str, int]:
+    """``backend_config={uplo = 76 : ui8, left = false}`` as ``{"uplo": 76, "left": 0}``."""
     value = instr.attr("backend_config")
     text = value.text if isinstance(value, (Quoted, Verbatim)) else str(value or "")
-    return {k: int(v) for k, v in re.findall(r"(\w+)\s*=\s*(-?\d+)", text)}
+    found = re.findall(r"(\w+)\s*=\s*(-?\d+|true|false)", text)
+    return {k: {"true": 1, "false": 0}[v] if v in ("true", "false") else int(v) for k, v in found}
 
 
 def _batch_dims(instr: Instruction) -> int:
@@ -40,124 +77,56 @@ def _batch_dims(instr: Instruction) -> int:
     return int(found.group(1)) if found else 0
 
 
-def _batched(x: np.ndarray, nb: int) -> tuple[tuple[int, ...], np.ndarray]:
-    batch = x.shape[:nb]
-    return batch, x.reshape(-1, *x.shape[nb:])
+def _result_specs(instr: Instruction) -> list[tuple[tuple[int, ...], np.dtype]]:
+    shape = instr.shape
+    parts = shape.elements if isinstance(shape, TupleShape) else (shape,)
+    specs = []
+    for part in parts:
+        if not isinstance(part, ArrayShape):
+            raise error_at(instr, f"custom-call result {part} is not an array")
+        specs.append((tuple(part.dims), dtype_of(part.element_type)))
+    return specs
 
 
-def _lapack(kind: str, dtype: np.dtype, name: str):
-    from scipy.linalg import blas, lapack
-
-    prefix = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
-              np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}[dtype]
-    module = blas if kind == "blas" else lapack
-    return getattr(module, prefix + name)
-
-
-def _potrf(instr: Instruction, a: np.ndarray, nb: int) -> Value:
-    lower = _config(instr).get("uplo", 76) == 76
-    batch, mats = _batched(a, nb)
-    potrf = _lapack("lapack", a.dtype, "potrf")
-    out = np.empty_like(mats)
-    info = np.empty(len(mats), np.int32)
-    for i, mat in enumerate(mats):
-        factor, inf = potrf(mat, lower=lower, clean=False)
-        out[i], info[i] = factor, inf
-    return out.reshape(a.shape), info.reshape(batch)
+def _lapack_call(instr: Instruction, target: str, ops: list[Value]) -> Value:
+    found = _LAPACK.match(target)
+    kernel = KERNELS.get(found.group(2)) if found else None
+    if kernel is None or target not in JAXLIB_CPU_TARGETS:
+        raise error_at(instr, f"unsupported custom-call '{target}'")
+    specs = _result_specs(instr)
+    try:
+        results = run_lapack(kernel, _config(instr), [np.asarray(op) for op in ops], specs,
+                             _batch_dims(instr))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise error_at(instr, f"custom-call '{target}': {exc}") from None
+    results = [r.astype(dtype, copy=False) for r, (_, dtype) in zip(results, specs)]
+    return tuple(results) if isinstance(instr.shape, TupleShape) else results[0]
 
 
-def _getrf(instr: Instruction, a: np.ndarray, nb: int) -> Value:
-    batch, mats = _batched(a, nb)
-    getrf = _lapack("lapack", a.dtype, "getrf")
-    out = np.empty_like(mats)
-    k = min(a.shape[-2:])
-    piv = np.empty((len(mats), k), np.int32)
-    info = np.empty(len(mats), np.int32)
-    for i, mat in enumerate(mats):
-        lu, p, inf = getrf(mat)
-        out[i], piv[i], info[i] = lu, p[:k] + 1, inf  # SciPy returns 0-based ipiv
-    return out.reshape(a.shape), piv.reshape(*batch, k), info.reshape(batch)
-
-
-def _geqrf(instr: Instruction, a: np.ndarray, nb: int) -> Value:
-    batch, mats = _batched(a, nb)
-    geqrf = _lapack("lapack", a.dtype, "geqrf")
-    k = min(a.shape[-2:])
-    out = np.empty_like(mats)
-    taus = np.empty((len(mats), k), a.dtype)
-    for i, mat in enumerate(mats):
-        qr, tau, _work, _info = geqrf(mat)
-        out[i], taus[i] = qr, tau[:k]
-    return out.reshape(a.shape), taus.reshape(*batch, k)
-
-
-def _orgqr(instr: Instruction, a: np.ndarray, tau: np.ndarray, nb: int) -> Value:
-    batch, mats = _batched(a, nb)
-    _, taus = _batched(tau, nb)
-    orgqr = _lapack("lapack", a.dtype, "orgqr" if a.dtype.kind == "f" else "ungqr")
-    out = np.empty_like(mats)
-    for i, mat in enumerate(mats):
-        q, _work, _info = orgqr(mat, taus[i])
-        out[i] = q
-    return out.reshape(a.shape)
-
-
-def _syevd(instr: Instruction, a: np.ndarray, nb: int) -> Value:
-    cfg = _config(instr)
-    lower = cfg.get("uplo", 76) == 76
-    vectors = cfg.get("mode", 86) == 86
-    batch, mats = _batched(a, nb)
-    syevd = _lapack("lapack", a.dtype, "syevd" if a.dtype.kind == "f" else "heevd")
-    n = a.shape[-1]
-    vecs = np.empty_like(mats)
-    vals = np.empty((len(mats), n), np.float32 if a.dtype in (np.float32, np.complex64) else np.float64)
-    info = np.empty(len(mats), np.int32)
-    for i, mat in enumerate(mats):
-        w, v, inf = syevd(mat, compute_v=int(vectors), lower=int(lower))
-        vecs[i] = v if vectors else mat
-        vals[i], info[i] = w, inf
-    return vecs.reshape(a.shape), vals.reshape(*batch, n), info.reshape(batch)
-
-
-def _trsm(instr: Instruction, a: np.ndarray, b: np.ndarray, nb: int) -> Value:
-    cfg = _config(instr)
-    left = cfg.get("side", 76) == 76
-    lower = cfg.get("uplo", 76) == 76
-    trans = {78: 0, 84: 1, 67: 2}[cfg.get("trans_x", 78)]
-    unit = cfg.get("diag", 78) == 85
-    _, amats = _batched(a, nb)
-    _, bmats = _batched(b, nb)
-    trsm = _lapack("blas", a.dtype, "trsm")
-    out = np.empty_like(bmats)
-    for i in range(len(bmats)):
-        out[i] = trsm(1.0, amats[i], bmats[i], side=int(not left), lower=int(lower),
-                      trans_a=trans, diag=int(unit))
-    return out.reshape(b.shape)
-
-
-_LAPACK = re.compile(r"lapack_([sdcz])(potrf|getrf|geqrf|orgqr|ungqr|syevd|heevd|trsm)(_ffi)?$")
+def _top_k(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
+    called = instr.attr("called_computations")
+    if not called or not isinstance(called[0], ComputationRef):
+        raise error_at(instr, "TopK needs its comparator in called_computations")
+    x = np.asarray(ops[0])
+    specs = _result_specs(instr)
+    if len(specs) != 2 or x.ndim not in (1, 2):
+        raise error_at(instr, "TopK takes f[n] or f[batch,n] and returns (values, s32 indices)")
+    k = specs[0][0][-1]
+    rows = x.reshape(-1, x.shape[-1])
+    order = stable_order(m, called[0].name, [rows])[:, :k]
+    values = np.take_along_axis(rows, order, axis=1)
+    return values.reshape(specs[0][0]), order.astype(np.int32).reshape(specs[1][0])
 
 
 @register("custom-call")
 def _custom_call(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     target = _target(instr)
-    found = _LAPACK.match(target)
-    if found is None:
-        raise InterpretError(f"unsupported custom-call '{target}' ({instr.name})")
-    kind = found.group(2)
-    nb = _batch_dims(instr)
-    if kind == "potrf":
-        return _potrf(instr, ops[0], nb)
-    if kind == "getrf":
-        return _getrf(instr, ops[0], nb)
-    if kind == "geqrf":
-        return _geqrf(instr, ops[0], nb)
-    if kind in ("orgqr", "ungqr"):
-        return _orgqr(instr, ops[0], ops[1], nb)
-    if kind in ("syevd", "heevd"):
-        return _syevd(instr, ops[0], nb)
-    if kind == "trsm":
-        return _trsm(instr, ops[0], ops[1], nb)
+    if target == "TopK":
+        return _top_k(m, instr, ops)
+    if target in REFUSED:
+        raise error_at(instr, f"custom-call target '{target}' is not supported: {REFUSED[target]}")
+    if target.startswith("lapack_"):
+        return _lapack_call(instr, target, ops)
     raise error_at(instr, f"unsupported custom-call '{target}'")
 
 

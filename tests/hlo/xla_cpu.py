@@ -40,7 +40,7 @@ dev = be.devices()[0]
 jobs = json.load(open(sys.argv[1]))
 for job in jobs:
     data = np.load(job["inputs"])
-    args = [data[f"a{i}"].view(DT[t]) if t != "pred" else data[f"a{i}"].astype(bool)
+    args = [data[f"a{i}"].view(DT[t]) if t not in ("pred", "c64", "c128") else data[f"a{i}"]
             for i, t in enumerate(job["types"])]
     proto = _hlo.hlo_module_from_text(job["hlo"]).as_serialized_hlo_module_proto()
     comp = _hlo.XlaComputation(proto)
@@ -48,7 +48,7 @@ for job in jobs:
     exe = be.compile_and_load(mlir, _jax.DeviceList((dev,)))
     outs = exe.execute_sharded([jax.device_put(a, dev) for a in args])
     leaves = [np.asarray(group[0]) for group in outs.disassemble_into_single_device_arrays()]
-    raw = {f"o{i}": x if x.dtype == np.bool_ else x.view(f"u{x.dtype.itemsize}")
+    raw = {f"o{i}": x if x.dtype.kind in "bc" else x.view(f"u{x.dtype.itemsize}")
            for i, x in enumerate(leaves)}
     np.savez(job["out"], **raw)
     with open(job["out"] + ".json", "w") as f:
@@ -57,7 +57,7 @@ for job in jobs:
 
 
 def _raw(x: np.ndarray) -> np.ndarray:
-    return x if x.dtype == np.bool_ else to_bits(x)
+    return x if x.dtype.kind in "bc" else to_bits(x)  # npz keeps bool and complex as they are
 
 
 def execute_in_xla(
@@ -79,8 +79,8 @@ def execute_in_xla(
     for spec in specs:
         data = np.load(spec["out"])
         types = json.loads(Path(spec["out"] + ".json").read_text())
-        results.append([from_bits(data[f"o{i}"], dtype_of(t)) if t != "pred" else data[f"o{i}"]
-                        for i, t in enumerate(types)])
+        results.append([data[f"o{i}"] if t in ("pred", "c64", "c128")
+                        else from_bits(data[f"o{i}"], dtype_of(t)) for i, t in enumerate(types)])
     return results
 
 
