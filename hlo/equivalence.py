@@ -49,7 +49,7 @@ from hlo.shadow import Perturbation, promote_floats, unit_roundoff
 from hlo.shape import ArrayShape, leaf_arrays
 
 __all__ = [
-    "NOISY_RUNS", "OWN_FACTOR", "SAFETY", "Difference", "EquivalenceReport", "compare_modules", "compare_values",
+    "FLOAT_TOLERANCE", "compare_normwise", "module_tolerance", "NOISY_RUNS", "OWN_FACTOR", "SAFETY", "Difference", "EquivalenceReport", "compare_modules", "compare_values",
     "random_arguments", "random_value",
 ]
 
@@ -397,3 +397,69 @@ def _notes(shadow: _Shadow, tally: _Tally) -> tuple[str, ...]:
             "(NaN/inf: an input left a function's domain) or decided by rounding"
         )
     return tuple(notes)
+
+
+# ---------------------------------------------------------------------------
+# Normwise comparison of two executions that have no shadow (e.g. two XLA runs)
+# ---------------------------------------------------------------------------
+
+#: rtol per float element type for :func:`compare_normwise`.
+FLOAT_TOLERANCE: dict[str, float] = {
+    "f64": 1e-9, "c128": 1e-9, "f32": 1e-4, "c64": 1e-4, "f16": 1e-2, "bf16": 5e-2,
+}
+_LOW_PRECISION_RTOL = 0.25  # fp8/fp4
+
+
+def _rtol(element_type: str) -> float:
+    return FLOAT_TOLERANCE.get(element_type, _LOW_PRECISION_RTOL)
+
+
+def module_tolerance(*modules: Module) -> float:
+    """rtol of the least precise float type any instruction of ``modules`` produces."""
+    worst = 0.0
+    for module in modules:
+        for comp in module.computations:
+            for instr in comp.instructions:
+                for _, leaf in leaf_arrays(instr.shape):
+                    if unit_roundoff(leaf.element_type):
+                        worst = max(worst, _rtol(leaf.element_type))
+    return worst
+
+
+def compare_normwise(a: Value, b: Value, *, rtol: float = 0.0, trial: int = 0) -> tuple[Difference | None, bool, float]:
+    """(first difference, bit-exact?, max normwise error) with ``|a - b| <= rtol * max|a|`` per output.
+
+    For two executions of which neither is a reference in higher precision (XLA against XLA);
+    :func:`compare_modules` judges against the f64 shadow instead.
+    """
+    la, lb = _leaves(a), _leaves(b)
+    if [p for p, _ in la] != [p for p, _ in lb]:
+        raise InterpretError("the two modules return differently structured results")
+    all_exact, worst = True, 0.0
+    for (path, x), (_, y) in zip(la, lb):
+        if x is TOKEN or y is TOKEN:
+            continue
+        if x.shape != y.shape or x.dtype != y.dtype:
+            raise InterpretError(
+                f"output {{{','.join(map(str, path))}}}: {x.dtype}{list(x.shape)} vs {y.dtype}{list(y.shape)}"
+            )
+        same = _identical(x, y)
+        if same.all():
+            continue
+        all_exact = False
+        bad = ~same
+        if _floating(x):
+            xw, yw = _wide(x), _wide(y)
+            finite = np.isfinite(xw)
+            scale = float(np.abs(xw[finite]).max(initial=0.0)) or 1.0
+            err = np.abs(xw - yw)
+            tol = max(rtol, _rtol(element_type_of(x.dtype)))
+            bad &= ~((err <= tol * scale) & finite & np.isfinite(yw))
+            finite_err = err[np.isfinite(err)]
+            if finite_err.size:
+                worst = max(worst, float(finite_err.max()) / scale)
+        if bad.any():
+            first = tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(bad)[0]), x.shape))
+            return (Difference(trial, path, first, _fmt(x[first]), _fmt(y[first]), int(bad.sum()), int(x.size)),
+                    False, worst)
+    return None, all_exact, worst

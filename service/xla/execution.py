@@ -40,7 +40,7 @@ from typing import Collection, Sequence
 
 import numpy as np
 
-from hlo.equivalence import Difference, compare_values, module_tolerance, random_arguments
+from hlo.equivalence import Difference, compare_normwise, module_tolerance, random_arguments
 from hlo.errors import HloError
 from hlo.interpreter.values import dtype_of, element_type_of, from_bits, to_bits
 from hlo.ir import Module
@@ -132,8 +132,7 @@ class Measurement:
         if not (ref.ran and got.ran):
             return None
         try:
-            diff, exact, err = compare_values(tuple(ref.outputs), tuple(got.outputs),
-                                              exact=False, rtol=self.rtol)
+            diff, exact, err = compare_normwise(tuple(ref.outputs), tuple(got.outputs), rtol=self.rtol)
         except HloError as exc:
             return Comparison(False, False, 0.0, None, exc.message)
         return Comparison(diff is None, exact, err, diff)
