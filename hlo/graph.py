@@ -16,6 +16,8 @@ carries the attribute that made it (``to_apply``, ``body``, ``condition``,
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import networkx as nx
@@ -24,7 +26,16 @@ from hlo.errors import VerifyError
 from hlo.ir import Computation, ComputationRef, Module
 from hlo.verifier import control_predecessors
 
-__all__ = ["CallGraph", "CallSite", "ComputationGraph", "ModuleGraph", "module_graph"]
+__all__ = [
+    "GRAPH_FORMATS",
+    "CallGraph",
+    "CallSite",
+    "ComputationGraph",
+    "ModuleGraph",
+    "module_graph",
+    "node_id",
+    "write_dependency_graph",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,3 +229,131 @@ class ModuleGraph:
 def module_graph(module: Module) -> ModuleGraph:
     """Build the dependency graphs of ``module``."""
     return ModuleGraph(module)
+
+
+# ---------------------------------------------------------------------------
+# Export: the whole module as one attributed graph, written by networkx
+# ---------------------------------------------------------------------------
+
+#: Formats :func:`write_dependency_graph` writes.
+GRAPH_FORMATS = ("graphml", "dot", "json")
+
+#: An attribute value every format can carry (GraphML has no null: ``None`` is left out).
+Scalar = str | int | float | bool | None
+
+
+def node_id(computation: str, instruction: str) -> str:
+    """The id of an instruction in the exported graph: ``computation/instruction`` (HLO names
+    never contain ``/``)."""
+    return f"{computation}/{instruction}"
+
+
+def write_dependency_graph(
+    module: Module,
+    fmt: str,
+    *,
+    node_attributes: Mapping[str, Mapping[str, Scalar]] | None = None,
+    edge_attributes: Mapping[tuple[str, str], Mapping[str, Scalar]] | None = None,
+) -> str:
+    """``module`` as one directed graph in ``fmt`` (``graphml``, ``dot`` or ``json``, the
+    node-link form of networkx).
+
+    One node per instruction (id :func:`node_id`), with ``computation``, ``instruction``,
+    ``opcode``, ``shape`` (as printed, layout included), ``layout`` (``""`` when none is
+    written) and ``root``. An edge ``a -> b`` has ``kind`` ``data`` (``operands``: the
+    operand positions of ``a`` in ``b``, e.g. ``"0,1"`` for ``add(a, a)``), ``control`` or
+    ``call`` (from the calling instruction to the callee's root; ``attribute``: ``to_apply``,
+    ``body``, ...). ``node_attributes`` / ``edge_attributes`` (keyed by node ids) add to or
+    override these; ``None`` values are left out. Nodes and edges come in text order, so the
+    same module gives the same bytes.
+    """
+    if fmt not in GRAPH_FORMATS:
+        raise ValueError(f"unknown graph format {fmt!r} (one of {', '.join(GRAPH_FORMATS)})")
+    g = _export_graph(module)
+    for node, extra in (node_attributes or {}).items():
+        if node in g:
+            _set_attributes(g.nodes[node], extra)
+    for (u, v), extra in (edge_attributes or {}).items():
+        if g.has_edge(u, v):
+            _set_attributes(g.edges[u, v], extra)
+    if fmt == "graphml":
+        return "\n".join(nx.generate_graphml(g, named_key_ids=True)) + "\n"
+    if fmt == "json":
+        data = nx.node_link_data(g, edges="edges")
+        return json.dumps(data, indent=1) + "\n"
+    return _dot_text(g)
+
+
+def _export_graph(module: Module) -> nx.DiGraph:
+    g = nx.DiGraph(name=module.name, entry=module.entry.name)
+    for comp in module.computations:
+        for instr in comp.instructions:
+            layout = getattr(instr.shape, "layout", None)
+            g.add_node(
+                node_id(comp.name, instr.name),
+                computation=comp.name,
+                instruction=instr.name,
+                opcode=instr.opcode,
+                shape=str(instr.shape),
+                layout="" if layout is None else str(layout),
+                root=instr.name == comp.root,
+            )
+    for comp in module.computations:
+        names = {i.name for i in comp.instructions}
+        for instr in comp.instructions:
+            here = node_id(comp.name, instr.name)
+            positions: dict[str, list[str]] = {}
+            for k, name in enumerate(instr.operands):
+                if name in names:
+                    positions.setdefault(name, []).append(str(k))
+            for name, ks in positions.items():
+                g.add_edge(node_id(comp.name, name), here, kind="data", operands=",".join(ks))
+            for name in control_predecessors(instr):
+                if name in names and not g.has_edge(node_id(comp.name, name), here):
+                    g.add_edge(node_id(comp.name, name), here, kind="control")
+            for attribute, value in instr.attributes:
+                refs = value if isinstance(value, tuple) else (value,)
+                for ref in refs:
+                    if isinstance(ref, ComputationRef):
+                        callee = module.computation(ref.name)
+                        g.add_edge(here, node_id(callee.name, callee.root), kind="call",
+                                   attribute=attribute)
+    return g
+
+
+def _set_attributes(target: dict, extra: Mapping[str, Scalar]) -> None:
+    for key, value in extra.items():
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = value
+
+
+def _dot_text(g: nx.DiGraph) -> str:
+    """DOT through pydot (networkx's own bridge), one ``subgraph cluster_*`` per computation."""
+    import pydot
+
+    dot = pydot.Dot(graph_name=_dot_quote(g.graph["name"]), graph_type="digraph", strict=False)
+    clusters: dict[str, pydot.Cluster] = {}
+    for node, data in g.nodes(data=True):
+        comp = data["computation"]
+        cluster = clusters.get(comp)
+        if cluster is None:
+            cluster = pydot.Cluster(f"c{len(clusters)}", label=_dot_quote(comp))
+            clusters[comp] = cluster
+            dot.add_subgraph(cluster)
+        item = pydot.Node(_dot_quote(node), label=_dot_quote(data["instruction"]))
+        for key, value in data.items():
+            item.set(key, _dot_quote(value))
+        cluster.add_node(item)
+    for u, v, data in g.edges(data=True):
+        edge = pydot.Edge(_dot_quote(u), _dot_quote(v))
+        for key, value in data.items():
+            edge.set(key, _dot_quote(value))
+        dot.add_edge(edge)
+    return dot.to_string()
+
+
+def _dot_quote(value: Scalar) -> str:
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

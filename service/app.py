@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
 from fastapi import Depends, FastAPI
+from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service import pipeline
@@ -23,8 +24,9 @@ from service.api.deps import require_token
 from service.api.errors import error_body, install_error_handlers
 from service.api.execution import Executor
 from service.api.openapi import install_openapi
-from service.api.routes import batches, health, layouts, modules, targets, verify
+from service.api.routes import batches, explorer, health, layouts, modules, targets, verify
 from service.cache import PACKAGE_VERSION, ResultCache
+from service.explorer.page import STATIC
 from service.metrics import Metrics
 from service.settings import Settings
 from service.worker_pool import Runner, WorkerPool
@@ -70,9 +72,13 @@ def create_app(settings: Settings, *, runner: Runner = pipeline.run) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
 
-    for module in (layouts, modules, verify, targets, batches):
+    for module in (layouts, modules, verify, targets, batches, explorer):
         app.include_router(module.router, dependencies=[Depends(require_token)])
     app.include_router(health.router)
+    # The explorer page and its scripts hold no data: they load without the token and ask
+    # for it when a /v1 call needs one.
+    app.include_router(explorer.page_router)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
     install_error_handlers(app)
     install_openapi(app)

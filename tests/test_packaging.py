@@ -31,3 +31,13 @@ def test_builtin_targets_are_package_data() -> None:
     shipped = {p.name for pattern in patterns for p in (REPO / "hlo").glob(pattern)}
     on_disk = {p.name for p in (REPO / "hlo" / "targets").glob("*.toml")}
     assert on_disk and on_disk <= shipped
+
+
+def test_explorer_page_and_examples_are_package_data() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["service"]
+    shipped = {p for pattern in patterns for p in (REPO / "service").glob(pattern)}
+    folder = REPO / "service" / "explorer"
+    on_disk = {p for p in (folder / "static").iterdir()} | set((folder / "examples").glob("*.hlo"))
+    assert {p.name for p in on_disk} >= {"index.html", "explorer.js", "explorer.css"}
+    assert on_disk <= shipped

@@ -68,6 +68,9 @@ def register(app: typer.Typer) -> None:
         time_limit: float = typer.Option(10.0, "--time-limit", help="Solve time limit (s)."),
         out: Path | None = typer.Option(None, "-o", "--out", help="Write the laid-out module here."),
         report: Path | None = typer.Option(None, "--report", help="Write the JSON report here."),
+        html: Path | None = typer.Option(
+            None, "--html", help="Write the report as one self-contained HTML page here (graph, "
+                                 "conversions, annotated module, memory-order pictures)."),
         emit_bitcasts: bool = typer.Option(False, "--emit-bitcasts",
                                            help="Write free transposes/reshapes as bitcast."),
         normalize: bool | None = typer.Option(
@@ -121,6 +124,13 @@ def register(app: typer.Typer) -> None:
             if measured is not None:
                 data["measured"] = measured
             report.write_text(json.dumps(data, indent=1))
+        if html is not None:
+            from service.explorer.page import assign_report_html
+
+            page = to_json(result)
+            if measured is not None:
+                page["measured"] = measured
+            html.write_text(assign_report_html(page))
         s = summary(result)
         table = Table(title=f"{s['module']} on {s['target']}")
         for key in ("status", "objective_ns", "lower_bound_ns", "default_ns", "greedy_ns",

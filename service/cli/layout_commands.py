@@ -9,12 +9,22 @@ Exit 2 with ``<shape>:1:COL: error: ...`` on a bad shape.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
 
 from hlo.errors import HloError
 from hlo.shape import ArrayShape
 from hlo.target import builtin_target_names, load_target
+from service.explorer.pictures import (
+    MemoryPicture,
+    PictureError,
+    fractal_picture,
+    linear_picture,
+    parse_blocked,
+    tiled_picture,
+    to_svg,
+)
 from hlo.tiling import (
     element_storage_bits,
     linear_index,
@@ -86,6 +96,16 @@ def _print_text(info: dict) -> None:
             typer.echo("  " + " ".join(str(v).rjust(width) for v in row))
 
 
+def _picture(shape: ArrayShape, fractal: str | None, blocked_spec: str | None) -> MemoryPicture:
+    if fractal is not None and blocked_spec is not None:
+        raise PictureError("--format and --blocked picture different things: give one")
+    if fractal is not None:
+        return fractal_picture(shape, fractal)
+    if blocked_spec is not None:
+        return linear_picture(shape, *parse_blocked(blocked_spec))
+    return tiled_picture(shape)
+
+
 def _fail(message: str) -> typer.Exit:
     typer.echo(message, err=True)
     return typer.Exit(code=2)
@@ -113,6 +133,16 @@ def register(app: typer.Typer) -> None:
         shape_text: str = typer.Argument(..., metavar="SHAPE", help="e.g. 'f32[3,5]{1,0:T(2,2)}'"),
         index: str | None = typer.Option(None, "--index", help="Element index, e.g. 2,3."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        svg: Path | None = typer.Option(
+            None, "--svg", help="Write the memory-order picture (tile grid, linear index of each "
+                                "element, padding) as SVG to this file."),
+        fractal: str | None = typer.Option(
+            None, "--format", help="Picture an Ascend format of the shape's dims instead: "
+                                   "FRACTAL_NZ, FRACTAL_Z or NC1HWC0."),
+        blocked_spec: str | None = typer.Option(
+            None, "--blocked", metavar="SPT:TPW:WPC",
+            help="Picture a GF(2) blocked layout's register/lane/warp map instead, e.g. "
+                 "1,4:8,4:2,1 (size per thread, threads per warp, warps per CTA)."),
     ) -> None:
         """Physical shape, padding, bytes and memory order of one array shape."""
         from hlo.parser import parse_shape  # the parser is only needed here
@@ -134,6 +164,12 @@ def register(app: typer.Typer) -> None:
             info = _explain(shape, element)
         except HloError as err:
             raise _fail(f"<shape>: {err}") from None
+        if svg is not None:
+            try:
+                picture = _picture(shape, fractal, blocked_spec)
+            except HloError as err:
+                raise _fail(f"<shape>: error: {err.message}") from None
+            svg.write_text(to_svg(picture))
         if as_json:
             typer.echo(json.dumps(info, indent=2))
         else:

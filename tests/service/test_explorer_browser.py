@@ -1,0 +1,366 @@
+"""The explorer page in a real browser (headless Chromium) against a real server on loopback
+with bearer auth on: the page loads without the token and asks for it; a pasted module is
+laid out and every number shown equals the JSON report fetched separately; the graph, the
+conversions, the annotated text and the memory-order pictures are in the DOM; the batch view
+ranks modules by gain; ``assign --html`` shows the same numbers offline; and the basics of
+accessibility hold (labels, keyboard, contrast). One server and one browser for the module.
+
+Screenshots go to ``$HLO_LAYOUT_SCREENSHOTS`` (default: the test's temporary folder).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+from browser import chromium, wait_for
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
+from test_api_ops import running_server
+from typer.testing import CliRunner
+
+from hlo.parser import parse_module
+from service.app import create_app
+from service.cli import build_app
+from service.explorer.examples import example
+from service.explorer.page import assign_report_html
+from service.settings import Settings
+
+TOKEN = "explorer-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "attention_fwd.hlo"
+OPTIONS = {"time_limit_s": 10, "entry_layout": "fixed", "max_candidates": 6, "seed": 0,
+           "emit_bitcasts": False}
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    settings = Settings(workers=1, queue_limit=16, cache_path=None, auth_token=TOKEN,
+                        request_timeout_s=60)
+    with running_server(create_app(settings)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    with chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = os.environ.get("HLO_LAYOUT_SCREENSHOTS")
+    path = Path(folder) if folder else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def open_page(driver: Any, base_url: str) -> None:
+    """Load the page and give it the token when it asks."""
+    driver.get(base_url + "/")
+    ready = ("return !document.getElementById('token-form').hidden || "
+             "document.getElementById('example').options.length > 1")
+    wait_for(driver, ready, 20)
+    if driver.find_element(By.ID, "token-form").is_displayed():
+        driver.find_element(By.ID, "token").send_keys(TOKEN)
+        driver.find_element(By.CSS_SELECTOR, "#token-form button").click()
+        wait_for(driver, "return document.getElementById('example').options.length > 1", 20)
+
+
+def paste(driver: Any, element_id: str, text: str) -> None:
+    driver.execute_script("const t = document.getElementById(arguments[0]); t.value = arguments[1];"
+                          "t.dispatchEvent(new Event('input'));", element_id, text)
+
+
+def fields(driver: Any, selector: str) -> dict[str, str]:
+    return driver.execute_script(
+        "const out = {}; for (const tr of document.querySelectorAll(arguments[0])) "
+        "out[tr.dataset.field] = tr.querySelector('td').textContent; return out;", selector)
+
+
+def gap_text(gap: float | None) -> str:
+    return "n/a" if gap is None else f"{100 * gap:.2f} %"
+
+
+def expected_numbers(report: dict, xla: int | None) -> dict[str, str]:
+    out = {"status": report["status"], "chosen_by": report["chosen_by"],
+           "objective": str(report["objective"]), "lower_bound": str(report["lower_bound"]),
+           "gap": gap_text(report["gap"]), "inserted": str(len(report["inserted"])),
+           "problem.nodes": str(report["problem"]["nodes"]),
+           "problem.relations": str(report["problem"]["relations"])}
+    out |= {f"baselines.{k}": str(v) for k, v in report["baselines"].items()}
+    out |= {f"breakdown.{k}": str(v) for k, v in report["breakdown"].items()}
+    if xla is not None:
+        out["xla"] = str(xla)
+    return out
+
+
+def tiled_2d(i: int, j: int, cols: int, tile: tuple[int, int]) -> int:
+    th, tw = tile
+    return ((i // th) * math.ceil(cols / tw) + j // tw) * th * tw + (i % th) * tw + j % tw
+
+
+def test_page_and_scripts_load_without_the_token(base_url: str) -> None:
+    assert httpx.get(base_url + "/").status_code == 200
+    assert httpx.get(base_url + "/static/explorer.js").status_code == 200
+    assert httpx.get(base_url + "/v1/examples").status_code == 401
+    assert httpx.get(base_url + "/v1/examples", headers=AUTH).json()
+
+
+def test_explorer_routes_answer_bad_input_with_4xx(base_url: str) -> None:
+    bad = httpx.post(base_url + "/v1/graph-view", headers=AUTH,
+                     json={"hlo": "HloModule m\nENTRY e {\n  ROOT p = f32[2] paramter(0)\n}"})
+    assert bad.status_code == 400 and (bad.json()["line"], bad.json()["column"]) == (3, 19)
+    bad = httpx.post(base_url + "/v1/layout-picture", headers=AUTH, json={"shape": "f32[3,5]{1,"})
+    assert bad.status_code == 400 and bad.json()["field"] == "shape"
+    bad = httpx.post(base_url + "/v1/layout-picture", headers=AUTH,
+                     json={"shape": "f32[3,5]", "blocked": "1,1:2,2:1,1"})
+    assert bad.status_code == 422 and bad.json()["field"] == "blocked"
+    assert httpx.get(base_url + "/v1/examples/nope", headers=AUTH).status_code == 404
+
+
+def test_assign_in_the_browser_matches_the_json_report(driver: Any, base_url: str,
+                                                       shots: Path) -> None:
+    open_page(driver, base_url)
+    hlo = EXAMPLE.read_text()
+    xla_hlo = example("attention_fwd")[1]
+    paste(driver, "hlo", hlo)
+    driver.execute_script("document.querySelector('details').open = true")
+    paste(driver, "xla-hlo", xla_hlo)
+    Select(driver.find_element(By.ID, "target")).select_by_visible_text("tpu")
+    driver.find_element(By.ID, "run").click()
+    wait_for(driver, "const s = document.getElementById('status'); return "
+                     "s.classList.contains('error') ? s.textContent : "
+                     "(s.textContent.includes('conversions') && "
+                     "window.hloExplorer.renderMs !== null)",
+             120)
+    assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
+
+    # The same request, answered as JSON outside the browser.
+    report = httpx.post(base_url + "/v1/assign", headers=AUTH, timeout=120,
+                        json={"hlo": hlo, "target": "tpu", "options": OPTIONS}).json()
+    xla = httpx.post(base_url + "/v1/score", headers=AUTH, timeout=60,
+                     json={"hlo": xla_hlo, "target": "tpu"}).json()["cost"]
+    assert fields(driver, "#numbers tr") == expected_numbers(report, xla)
+
+    # The graph: every instruction of the laid-out module, the conversions marked.
+    module = parse_module(report["hlo"])
+    view = driver.execute_script("return window.hloExplorer.view")
+    assert view["nodes"]["name"] == [i.name for c in module.computations for i in c.instructions]
+    assert len(view["conversions"]) == len(report["inserted"]) > 0
+    marked = driver.execute_script("return window.hloExplorer.view.nodes.conversion"
+                                   ".filter((c) => c >= 0).length")
+    assert marked == len(report["inserted"])
+    rows = driver.find_elements(By.CSS_SELECTOR, "#conversions tbody tr")
+    assert [(r.find_element(By.CSS_SELECTOR, "[data-field=bytes]").text,
+             r.find_element(By.CSS_SELECTOR, "[data-field=cost_ns]").text) for r in rows] == [
+        (str(x["bytes"]), str(x["cost_ns"])) for x in report["inserted"]]
+
+    # Clicking a conversion shows its from/to layouts, bytes, cost and why.
+    rows[1].find_element(By.TAG_NAME, "button").click()
+    details = {dd.get_attribute("data-field"): dd.text
+               for dd in driver.find_elements(By.CSS_SELECTOR, "#details dd")}
+    second = report["inserted"][1]
+    assert {k: details[k] for k in ("from", "to", "bytes", "cost_ns", "why")} == {
+        "from": second["from"], "to": second["to"], "bytes": str(second["bytes"]),
+        "cost_ns": str(second["cost_ns"]), "why": second["why"]}
+    assert driver.execute_script("return window.hloExplorer.selected") == \
+        view["conversions"][1]["node"]
+
+    # The annotated text: the inserted copies are highlighted and link to the graph.
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#module-text .ln.conv")) == len(
+        report["inserted"])
+    driver.execute_script("document.querySelector('#module-text a[data-conversion=\"2\"]').click()")
+    assert driver.execute_script("return window.hloExplorer.selectedConversion") == 2
+    rows[0].find_element(By.TAG_NAME, "button").click()
+
+    # The memory order of the conversion's two layouts.
+    driver.find_element(By.CSS_SELECTOR, "#details button").click()
+    wait_for(driver, "return document.querySelectorAll('#pictures svg.memory-picture').length == 2",
+             30)
+    first = report["inserted"][0]
+    assert first["from"] == "f32[256,256]{1,0:T(8,128)}"  # the corner drawn is 32x32
+    positions = driver.execute_script(
+        "return [...document.querySelectorAll('#pictures svg')[0].querySelectorAll('g.e')]"
+        ".map((g) => Number(g.dataset.position))")
+    assert positions == [tiled_2d(i, j, 256, (8, 128)) for i in range(32) for j in range(32)]
+    driver.find_element(By.ID, "graph").location_once_scrolled_into_view
+    driver.save_screenshot(str(shots / "explorer-assign.png"))
+
+
+def test_memory_order_pictures(driver: Any, base_url: str, shots: Path) -> None:
+    open_page(driver, base_url)
+    shape = driver.find_element(By.ID, "shape")
+    shape.clear()
+    shape.send_keys("f32[3,5]{1,0:T(2,2)}")
+    driver.find_element(By.CSS_SELECTOR, "#picture-form button").click()
+    wait_for(driver, "return document.querySelector('#pictures svg')", 20)
+    cells = driver.execute_script(
+        "return [...document.querySelectorAll('#pictures g.e')]"
+        ".map((g) => Number(g.dataset.position))")
+    assert cells == [tiled_2d(i, j, 5, (2, 2)) for i in range(3) for j in range(5)]
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#pictures g.pad")) == 24 - 15
+    driver.find_element(By.ID, "picture-section").screenshot(str(shots / "memory-order.png"))
+
+    shape.clear()
+    shape.send_keys("f32[16,16]")
+    Select(driver.find_element(By.ID, "picture-kind")).select_by_value("blocked")
+    driver.find_element(By.CSS_SELECTOR, "#picture-form button").click()
+    wait_for(driver, "return document.querySelector('#pictures svg') && "
+                     "document.querySelector('#pictures g.e text').textContent == 'r0l0w0'", 20)
+    labels = driver.execute_script(
+        "return [...document.querySelectorAll('#pictures g.e text')].map((t) => t.textContent)")
+    assert labels[16 * 9 + 5] == "r1l5w1"  # (9, 5): register 5 % 4, lane (9 % 8)*4 + 5 // 4
+    Select(driver.find_element(By.ID, "picture-kind")).select_by_visible_text("FRACTAL_NZ")
+    shape.clear()
+    shape.send_keys("f16[20,20]")
+    driver.find_element(By.CSS_SELECTOR, "#picture-form button").click()
+    wait_for(driver, "return document.querySelectorAll('#pictures g.pad').length > 0", 20)
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#pictures g.pad")) == 32 * 32 - 20 * 20
+
+
+def test_batch_summary_view(driver: Any, base_url: str, tmp_path: Path) -> None:
+    rows = [
+        {"module": "a", "status": "ok", "solve_status": "OPTIMAL", "objective": 90,
+         "baseline_default": 100, "baseline_greedy": 95, "gap": 0.0},
+        {"module": "b", "status": "ok", "solve_status": "FEASIBLE", "objective": 10,
+         "baseline_default": 500, "baseline_greedy": 20, "gap": 0.25},
+        {"module": "c", "status": "failed", "solve_status": None, "objective": None,
+         "baseline_default": None, "baseline_greedy": None, "gap": None},
+        {"module": "d", "status": "ok", "solve_status": "OPTIMAL", "objective": 7,
+         "baseline_default": 7, "baseline_greedy": 7, "gap": 0.0},
+    ]
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"total": 4, "modules": rows}))
+    open_page(driver, base_url)
+    driver.find_element(By.ID, "summary-file").send_keys(str(summary))
+    driver.find_element(By.CSS_SELECTOR, "#batch-form button").click()
+    wait_for(driver, "return document.querySelector('#batch-table')", 20)
+    order = [tr.get_attribute("data-module")
+             for tr in driver.find_elements(By.CSS_SELECTOR, "#batch-table tr[data-module]")]
+    assert order == ["b", "a", "d", "c"]  # saved 490, 10, 0, unknown
+    counts = {li.get_attribute("data-status"): li.text
+              for li in driver.find_elements(By.CSS_SELECTOR, "#batch-counts li")}
+    assert counts == {"ok / OPTIMAL": "ok / OPTIMAL: 2", "ok / FEASIBLE": "ok / FEASIBLE: 1",
+                      "failed": "failed: 1"}
+
+
+def test_html_report_shows_the_same_numbers_offline(driver: Any, tmp_path: Path,
+                                                    shots: Path) -> None:
+    page, report_path = tmp_path / "r.html", tmp_path / "r.json"
+    result = CliRunner().invoke(build_app(), [
+        "assign", str(EXAMPLE), "-t", "tpu", "-o", str(tmp_path / "o.hlo"),
+        "--report", str(report_path), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    html = page.read_text()
+    assert "/static/" not in html and "http://" not in html.replace(
+        "http://www.w3.org/2000/svg", "")  # self-contained: nothing fetched
+    report = json.loads(report_path.read_text())
+    driver.get(page.as_uri())
+    wait_for(driver, "return window.hloExplorer && window.hloExplorer.renderMs !== null", 30)
+    assert fields(driver, "#numbers tr") == expected_numbers(report, None)
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#conversions tbody tr")) == len(
+        report["inserted"])
+    assert driver.find_elements(By.CSS_SELECTOR, "#pictures svg.memory-picture")
+    driver.save_screenshot(str(shots / "report-html.png"))
+
+    # A report with a `measured` section (as `assign --measure` writes it) shows its numbers.
+    report["measured"] = MEASURED
+    page.write_text(assign_report_html(report))
+    driver.get(page.as_uri())
+    wait_for(driver, "return window.hloExplorer && window.hloExplorer.renderMs !== null", 30)
+    shown = fields(driver, "#measured-table tr")
+    shown |= driver.execute_script(
+        "const out = {}; for (const td of document.querySelectorAll('#measured-modules td')) "
+        "out[td.dataset.field] = td.textContent; return out;")
+    expected = {"measured.platform": "cpu", "measured.reference": "xla", "measured.reps": "10",
+                "measured.load_average.0": "1.5", "measured.noise.median": "1.004"}
+    for k, row in enumerate(MEASURED["modules"]):
+        for key, value in row.items():
+            if isinstance(value, dict):
+                expected |= {f"measured.modules.{k}.{key}.{n}": str(v) for n, v in value.items()}
+            else:
+                expected[f"measured.modules.{k}.{key}"] = "" if value is None else str(value)
+    # (a column one row lacks is an empty cell in the others)
+    assert {k: v for k, v in shown.items() if v} == {k: v for k, v in expected.items() if v}
+
+
+MEASURED = {
+    "platform": "cpu", "reference": "xla", "reps": 10, "load_average": [1.5],
+    "noise": {"median": 1.004},
+    "modules": [
+        {"label": "xla", "median_ms": 1.25, "predicted_ns": 150045, "ratio": None,
+         "verdict": "reference"},
+        {"label": "ours", "median_ms": 0.875, "predicted_ns": 21365,
+         "ratio": {"median": 0.7, "low": 0.65}, "verdict": "faster"},
+    ],
+}
+
+
+CONTRAST = """
+function lum(c) {
+  const v = c.match(/[\\d.]+/g).slice(0, 3).map(Number).map((x) => {
+    x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+  return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
+}
+function background(el) {
+  for (; el; el = el.parentElement) {
+    const c = getComputedStyle(el).backgroundColor;
+    if (c && c !== 'transparent' && !c.startsWith('rgba(0, 0, 0, 0)')) return c;
+  }
+  return 'rgb(255, 255, 255)';
+}
+const bad = [];
+const text = 'h1,h2,h3,label,th,td,button,p,summary,legend,li,a,dt,dd';
+for (const el of document.querySelectorAll(text)) {
+  if (!el.offsetParent || !el.textContent.trim()) continue;
+  const a = lum(getComputedStyle(el).color), b = lum(background(el));
+  const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  if (ratio < 4.5) bad.push([el.tagName, el.textContent.slice(0, 30), ratio]);
+}
+return bad;
+"""
+
+UNLABELLED = """
+return [...document.querySelectorAll('input, select, textarea, button')].filter((el) => {
+  if (el.type === 'hidden') return false;
+  if (el.tagName === 'BUTTON') return !(el.textContent.trim() || el.getAttribute('aria-label'));
+  return !(el.labels && el.labels.length) && !el.getAttribute('aria-label');
+}).map((el) => el.id || el.outerHTML.slice(0, 60));
+"""
+
+
+def test_accessibility_basics(driver: Any, base_url: str) -> None:
+    open_page(driver, base_url)
+    paste(driver, "hlo", EXAMPLE.read_text())
+    Select(driver.find_element(By.ID, "target")).select_by_visible_text("tpu")
+    driver.find_element(By.ID, "run").click()
+    wait_for(driver, "return document.getElementById('status').textContent.includes('conversions')",
+             120)
+    assert driver.execute_script(UNLABELLED) == []
+    assert driver.execute_script(CONTRAST) == []
+    assert driver.find_element(By.ID, "status").get_attribute("role") == "status"
+    # Keyboard only: Tab reaches the graph, n steps to the first conversion, + zooms in.
+    driver.find_element(By.TAG_NAME, "body").click()
+    reached = False
+    for _ in range(80):
+        driver.switch_to.active_element.send_keys(Keys.TAB)
+        if driver.switch_to.active_element.get_attribute("id") == "graph":
+            reached = True
+            break
+    assert reached, "the graph cannot be reached with Tab"
+    scale = driver.execute_script("return window.hloExplorer.scale")
+    driver.switch_to.active_element.send_keys("n")
+    assert driver.execute_script("return window.hloExplorer.selectedConversion") == 0
+    assert driver.find_element(By.CSS_SELECTOR, "#details h3").text.startswith("conversion #0")
+    driver.switch_to.active_element.send_keys("+")
+    assert driver.execute_script("return window.hloExplorer.scale") > scale
