@@ -11,8 +11,11 @@ either runs here or is refused by name (:data:`REFUSED`, with the reason):
 * ``TopK`` (XLA:CPU's own target, which XLA's ``TopkRewriter`` makes from a
   sort): the ``k`` first elements of each row of a stable sort by its
   comparator, with their s32 indices;
-* host callbacks, the sparse kernel, the perturbed tridiagonal solver and
-  ``dce_sink`` are refused.
+* ``cpu_csr_sparse_dense_ffi`` (``data, indptr, indices, rhs``): a CSR matrix
+  with as many rows as the result times a dense matrix or vector;
+* ``dce_sink`` (a side-effecting call with no results that only keeps JAX from
+  deleting its operand) does nothing and returns ``()``;
+* host callbacks and the perturbed tridiagonal solver are refused.
 
 Any other target is refused too, naming it.
 """
@@ -41,17 +44,18 @@ _LAPACK_ROUTINES = (
 #: Targets refused by name, with the reason.
 REFUSED: dict[str, str] = {
     "tridiagonal_solve_perturbed_ffi": "jaxlib's own perturbed Gaussian elimination is not modeled",
-    "cpu_csr_sparse_dense_ffi": "sparse CSR matrix products are not modeled",
     "xla_ffi_python_cpu_callback": "it calls back into the Python host program",
     "xla_ffi_partitioned_python_cpu_callback": "it calls back into the Python host program",
     "xla_buffer_python_cpu_callback": "it calls back into the Python host program",
-    "dce_sink": "it only marks a value as used for JAX's dead-code elimination",
 }
+
+#: Targets that run here besides the LAPACK family (see the module doc).
+OTHER_TARGETS = ("cpu_csr_sparse_dense_ffi", "dce_sink")
 
 #: Every custom-call target jaxlib 0.10 registers for CPU (the LAPACK family for s/d/c/z).
 JAXLIB_CPU_TARGETS: frozenset[str] = frozenset(
     [f"lapack_{p}{real if p in 'sd' else cplx}_ffi"
-     for real, cplx in _LAPACK_ROUTINES for p in "sdcz"] + list(REFUSED)
+     for real, cplx in _LAPACK_ROUTINES for p in "sdcz"] + list(REFUSED) + list(OTHER_TARGETS)
 )
 
 _LAPACK = re.compile(r"lapack_([sdcz])([a-z0-9]+)_ffi$")
@@ -118,11 +122,38 @@ def _top_k(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return values.reshape(specs[0][0]), order.astype(np.int32).reshape(specs[1][0])
 
 
+def _csr_sparse_dense(instr: Instruction, ops: list[Value]) -> Value:
+    data, indptr, indices, rhs = (np.asarray(op) for op in ops)
+    ((dims, dtype),) = _result_specs(instr)
+    rows = dims[0]
+    if indptr.shape != (rows + 1,) or indices.shape != data.shape or data.ndim != 1:
+        raise error_at(instr, f"CSR operands data{list(data.shape)}, indptr{list(indptr.shape)}, "
+                              f"indices{list(indices.shape)} do not describe {rows} rows")
+    counts = np.diff(indptr.astype(np.int64))
+    if (counts < 0).any() or indptr[-1] > len(data) or ((indices < 0) | (indices >= len(rhs))).any():
+        raise error_at(instr, "CSR indptr/indices out of range")
+    row_of = np.repeat(np.arange(rows), counts)
+    used = int(indptr[-1]) - int(indptr[0])
+    start = int(indptr[0])
+    dense = rhs.reshape(len(rhs), -1)
+    wide = np.complex128 if dtype.kind == "c" else np.float64 if dtype.kind == "f" else np.int64
+    terms = data[start:start + used, None].astype(wide) * dense[indices[start:start + used]].astype(wide)
+    out = np.zeros((rows, dense.shape[1]), wide)
+    np.add.at(out, row_of[:used], terms)
+    return out.astype(dtype).reshape(dims)
+
+
 @register("custom-call")
 def _custom_call(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     target = _target(instr)
     if target == "TopK":
         return _top_k(m, instr, ops)
+    if target == "dce_sink":
+        if instr.shape != TupleShape(()):
+            raise error_at(instr, f"dce_sink returns (), not {instr.shape}")
+        return ()
+    if target == "cpu_csr_sparse_dense_ffi":
+        return _csr_sparse_dense(instr, ops)
     if target in REFUSED:
         raise error_at(instr, f"custom-call target '{target}' is not supported: {REFUSED[target]}")
     if target.startswith("lapack_"):

@@ -26,6 +26,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 import jaxlib.lapack
 jaxlib.lapack._lapack.initialize()
+import jax.experimental.sparse  # noqa: F401  (registers cpu_csr_sparse_dense_ffi)
 from jaxlib import _hlo
 from jax._src.lib import _jax
 from jax.extend import backend as jb
