@@ -70,8 +70,9 @@ def measure(driver, button: str, timeout: float) -> dict[str, float]:
                           "document.getElementById('status').textContent = '';")
     start = time.perf_counter()
     driver.find_element("id", button).click()
-    wait_for(driver, "const s = document.getElementById('status'); if (s.classList.contains('error'))"
-                     " throw new Error(s.textContent); return window.hloExplorer.renderMs !== null",
+    wait_for(driver, "const s = document.getElementById('status'); "
+                     "if (s.classList.contains('error')) throw new Error(s.textContent); "
+                     "return window.hloExplorer.renderMs !== null",
              timeout)
     wall = time.perf_counter() - start
     render = driver.execute_script("return window.hloExplorer.renderMs")

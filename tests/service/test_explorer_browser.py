@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
 import pytest
 from browser import chromium, wait_for
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
@@ -38,6 +40,8 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "attention_fwd.hlo"
 OPTIONS = {"time_limit_s": 10, "entry_layout": "fixed", "max_candidates": 6, "seed": 0,
            "emit_bitcasts": False}
+
+BROKEN = "HloModule m\nENTRY e {\n  ROOT p = f32[2] paramter(0)\n}"
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -117,8 +121,7 @@ def test_page_and_scripts_load_without_the_token(base_url: str) -> None:
 
 
 def test_explorer_routes_answer_bad_input_with_4xx(base_url: str) -> None:
-    bad = httpx.post(base_url + "/v1/graph-view", headers=AUTH,
-                     json={"hlo": "HloModule m\nENTRY e {\n  ROOT p = f32[2] paramter(0)\n}"})
+    bad = httpx.post(base_url + "/v1/graph-view", headers=AUTH, json={"hlo": BROKEN})
     assert bad.status_code == 400 and (bad.json()["line"], bad.json()["column"]) == (3, 19)
     bad = httpx.post(base_url + "/v1/layout-picture", headers=AUTH, json={"shape": "f32[3,5]{1,"})
     assert bad.status_code == 400 and bad.json()["field"] == "shape"
@@ -253,6 +256,29 @@ def test_batch_summary_view(driver: Any, base_url: str, tmp_path: Path) -> None:
     assert counts == {"ok / OPTIMAL": "ok / OPTIMAL: 2", "ok / FEASIBLE": "ok / FEASIBLE: 1",
                       "failed": "failed: 1"}
 
+    # A batch run on the server, by its id.
+    modules = [{"name": "conv", "hlo": example("conv2d_nchw")[0]},
+               {"name": "attention", "hlo": EXAMPLE.read_text()},
+               {"name": "broken", "hlo": BROKEN}]
+    job = httpx.post(base_url + "/v1/batches", headers=AUTH, timeout=60,
+                     json={"modules": modules, "target": "tpu"}).json()
+    while (done := httpx.get(f"{base_url}/v1/batches/{job['id']}", headers=AUTH,
+                             timeout=60).json())["status"] != "done":
+        time.sleep(0.2)
+    gains = {r["name"]: r["result"]["baselines"]["default"] - r["result"]["objective"]
+             for r in done["results"] if r["status"] == "ok"}
+    driver.find_element(By.ID, "summary-file").clear()
+    driver.find_element(By.ID, "batch-id").send_keys(job["id"])
+    driver.find_element(By.CSS_SELECTOR, "#batch-form button").click()
+    wait_for(driver, "return document.querySelectorAll('#batch-table tr[data-module]').length == 3",
+             20)
+    shown = {tr.get_attribute("data-module"): tr.find_element(By.CSS_SELECTOR, ".gain").text
+             for tr in driver.find_elements(By.CSS_SELECTOR, "#batch-table tr[data-module]")}
+    assert shown == {**{k: str(v) for k, v in gains.items()}, "broken": ""}
+    order = [tr.get_attribute("data-module")
+             for tr in driver.find_elements(By.CSS_SELECTOR, "#batch-table tr[data-module]")]
+    assert order == sorted(gains, key=lambda k: -gains[k]) + ["broken"]
+
 
 def test_html_report_shows_the_same_numbers_offline(driver: Any, tmp_path: Path,
                                                     shots: Path) -> None:
@@ -304,6 +330,73 @@ MEASURED = {
          "ratio": {"median": 0.7, "low": 0.65}, "verdict": "faster"},
     ],
 }
+
+
+SCREEN_POINT = """
+const s = window.hloExplorer, g = s.geometry, i = arguments[0];
+const panel = s.panelOf[s.view.nodes.computation[i]];
+const x = panel.x + g.PAD + s.view.nodes.column[i] * g.COL_W + g.NODE_W / 2;
+const y = panel.y + g.HEAD_H + s.view.nodes.layer[i] * g.LAYER_H + 8 + g.NODE_H / 2;
+return [(x - s.ox) * s.scale, (y - s.oy) * s.scale];
+"""
+
+
+def test_examples_folding_and_links(driver: Any, base_url: str) -> None:
+    open_page(driver, base_url)
+    Select(driver.find_element(By.ID, "example")).select_by_value("rnn_scan_fwd")
+    text, xla_text = example("rnn_scan_fwd")
+    wait_for(driver, "return document.getElementById('hlo').value.length > 0", 20)
+    assert driver.execute_script("return document.getElementById('hlo').value") == text
+    assert driver.execute_script("return document.getElementById('xla-hlo').value") == xla_text
+    driver.find_element(By.ID, "graph-only").click()
+    wait_for(driver, "return document.getElementById('status').textContent.startsWith('graph of')",
+             60)
+    module = parse_module(text)
+    names = [c.name for c in module.computations]
+    comps = driver.execute_script("return window.hloExplorer.view.computations.map((c) => c.name)")
+    assert comps == names and len(names) > 2
+    folded = "return [...window.hloExplorer.folded].sort((a, b) => a - b)"
+    others = [k for k, c in enumerate(module.computations) if c.name != module.entry.name]
+    assert driver.execute_script(folded) == others  # only the entry starts unfolded
+    driver.find_element(By.ID, "computations-box").click()
+    driver.find_element(By.CSS_SELECTOR, f"label[for='comp-{others[0]}']").click()
+    assert driver.execute_script(folded) == others[1:]
+    driver.find_element(By.ID, "unfold-all").click()
+    assert driver.execute_script(folded) == []
+    driver.find_element(By.ID, "fold-all").click()
+    assert driver.execute_script(folded) == others
+
+    # A line of the text selects its instruction in the graph (unfolding its computation).
+    inner = others[-1]
+    line = driver.execute_script(
+        "return [...document.querySelectorAll('#module-text .ln[data-node]')].find((l) => "
+        "window.hloExplorer.view.nodes.computation[Number(l.dataset.node)] === arguments[0])"
+        ".id", inner)
+    driver.find_element(By.ID, line).click()
+    node = int(driver.find_element(By.ID, line).get_attribute("data-node"))
+    assert driver.execute_script("return window.hloExplorer.selected") == node
+    assert inner not in driver.execute_script(folded)
+    name = driver.execute_script("return window.hloExplorer.view.nodes.name[arguments[0]]", node)
+    assert driver.find_element(By.CSS_SELECTOR, "#details h3").text == name
+
+    # A click on the canvas selects the node drawn there.
+    entry_nodes = driver.execute_script(
+        "const v = window.hloExplorer.view; return v.nodes.name.map((_, i) => i)"
+        ".filter((i) => v.computations[v.nodes.computation[i]].entry)")
+    target = entry_nodes[len(entry_nodes) // 2]
+    canvas = driver.find_element(By.ID, "graph")
+    driver.find_element(By.ID, "find").send_keys(
+        driver.execute_script("return window.hloExplorer.view.nodes.name[arguments[0]]", target)
+        + Keys.ENTER)
+    assert driver.execute_script("return window.hloExplorer.selected") == target  # by name
+    x, y = driver.execute_script(SCREEN_POINT, target)
+    # (the whole canvas in view: Selenium aims at the centre of the element's visible part)
+    driver.execute_script("window.hloExplorer.selected = -1;"
+                          "arguments[0].scrollIntoView({block: 'center'})", canvas)
+    ActionChains(driver).move_to_element_with_offset(
+        canvas, int(x - canvas.size["width"] / 2), int(y - canvas.size["height"] / 2)).click(
+    ).perform()
+    assert driver.execute_script("return window.hloExplorer.selected") == target
 
 
 CONTRAST = """

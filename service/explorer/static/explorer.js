@@ -17,6 +17,7 @@
     byComputation: [], edgesByComputation: [], cellIndex: [],
   };
   window.hloExplorer = state; // read by the tests and the benchmark
+  state.geometry = { COL_W, NODE_W, NODE_H, LAYER_H, HEAD_H, PAD };
 
   let token = "";
   try { token = sessionStorage.getItem("hlo-layout-token") || ""; } catch (e) { token = ""; }
@@ -540,8 +541,8 @@
 
   function batchRows(data) {
     if (Array.isArray(data.modules)) return data.modules;
-    if (Array.isArray(data.items)) {
-      return data.items.map((item) => {
+    if (Array.isArray(data.results)) { // GET /v1/batches/{id}
+      return data.results.map((item) => {
         const r = item.result || {};
         const b = r.baselines || {};
         return {
@@ -551,7 +552,7 @@
         };
       });
     }
-    throw new Error("not a batch summary (no modules or items)");
+    throw new Error("not a batch summary (no modules or results)");
   }
 
   function showBatch(data) {
