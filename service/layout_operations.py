@@ -22,6 +22,7 @@ from hlo.errors import HloError
 from hlo.ir import Module
 from hlo.printer import print_module
 from service.options import AssignOptions, NormalizeOptions, NormalizePass, Options
+from solver.progress import ProgressCallback
 from service.pipeline import (
     Failure,
     FailureType,
@@ -106,11 +107,14 @@ def _run_passes(
     return module, list(names), notes, timings
 
 
-def assign(module: Module, target: Any, options: Options) -> Produced:
+def assign(module: Module, target: Any, options: Options,
+           progress: ProgressCallback | None = None) -> Produced:
+    """``progress``: hears the solver's progress events while it runs."""
     assert isinstance(options, AssignOptions)  # the pipeline checked the options' type
     _reject_layout_dependent_bitcast(module)
     try:
-        result = assign_layouts(module, solver_options(options, target))  # normalizes too
+        result = assign_layouts(module, solver_options(options, target),  # normalizes too
+                                progress=progress)
     except AssignmentError as exc:
         raise OperationFailed(Failure(FailureType.INFEASIBLE, str(exc), field="target")) from exc
     except HloError as exc:

@@ -26,7 +26,7 @@ import enum
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from service.options import (
     AssignOptions,
@@ -39,6 +39,9 @@ from service.options import (
     VerifyOptions,
     options_to_json,
 )
+
+if TYPE_CHECKING:
+    from solver.progress import ProgressCallback
 
 
 class Operation(str, enum.Enum):
@@ -239,8 +242,11 @@ class OperationFailed(Exception):
         self.failure = failure
 
 
-def run(request: Request) -> Outcome:
-    """Do one operation. Never raises for bad input: every error is a :class:`Failure`."""
+def run(request: Request, progress: ProgressCallback | None = None) -> Outcome:
+    """Do one operation. Never raises for bad input: every error is a :class:`Failure`.
+
+    ``progress`` hears the :class:`~solver.progress.Progress` events of a layout
+    assignment while it runs (other operations are quick and send none)."""
     start = time.perf_counter()
     try:
         if isinstance(request, VerifyRequest):
@@ -267,7 +273,7 @@ def run(request: Request) -> Outcome:
                         field="options",
                     )
                 )
-            produced = _MODULE_OPERATIONS[request.operation](request)
+            produced = _MODULE_OPERATIONS[request.operation](request, progress)
     except OperationFailed as fail:
         return fail.failure
     except Exception as exc:  # a defect, reported as data so the caller keeps running
@@ -369,7 +375,7 @@ class Produced:
     timings_ms: tuple[tuple[str, float], ...] = ()
 
 
-def _format(request: ModuleRequest) -> Produced:
+def _format(request: ModuleRequest, progress: ProgressCallback | None = None) -> Produced:
     from hlo.printer import print_module
 
     module = _parse(request.hlo, request.name)
@@ -377,7 +383,7 @@ def _format(request: ModuleRequest) -> Produced:
     return Produced(_module_summary(module), print_module(module, short=options.short))
 
 
-def _check(request: ModuleRequest) -> Produced:
+def _check(request: ModuleRequest, progress: ProgressCallback | None = None) -> Produced:
     module = _parse(request.hlo, request.name)
     _verify_structure(module)
     return Produced({**_module_summary(module), "valid": True})
@@ -422,7 +428,8 @@ def _measure(request: MeasureRequest) -> Produced:
     return Produced(data)
 
 
-def _layout_operation(request: ModuleRequest) -> Produced:
+def _layout_operation(request: ModuleRequest, progress: ProgressCallback | None = None
+                      ) -> Produced:
     """``assign``, ``score`` and ``normalize``: validate everything the engine will need, then
     hand over to :mod:`service.layout_operations`."""
     from service import layout_operations
@@ -438,13 +445,16 @@ def _layout_operation(request: ModuleRequest) -> Produced:
             )
         target = load_target(request.target)
     parsed_ms = round((time.perf_counter() - clock) * 1000.0, 3)
-    produced = layout_operations.OPERATIONS[request.operation](module, target, request.options)
+    if request.operation is Operation.ASSIGN:
+        produced = layout_operations.assign(module, target, request.options, progress)
+    else:
+        produced = layout_operations.OPERATIONS[request.operation](module, target, request.options)
     return Produced(
         produced.data, produced.hlo, (("parse", parsed_ms),) + produced.timings_ms
     )
 
 
-_MODULE_OPERATIONS: dict[Operation, Callable[[ModuleRequest], Produced]] = {
+_MODULE_OPERATIONS: dict[Operation, Callable[[ModuleRequest, ProgressCallback | None], Produced]] = {
     Operation.FORMAT: _format,
     Operation.CHECK: _check,
     Operation.ASSIGN: _layout_operation,

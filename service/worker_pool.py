@@ -29,8 +29,14 @@ from typing import Any, Callable
 
 from service import pipeline
 from service.pipeline import Failure, FailureType
+from solver.progress import Progress, ProgressCallback, throttled
 
-Runner = Callable[[Any], Any]
+#: The core function a worker calls: ``runner(request, progress)``; ``progress`` receives
+#: the :class:`~solver.progress.Progress` events of a long operation.
+Runner = Callable[[Any, ProgressCallback], Any]
+
+#: Least seconds between two progress messages of one phase sent back by a worker.
+PROGRESS_EVERY_S = 0.25
 
 
 class QueueFull(Exception):
@@ -49,7 +55,8 @@ def _worker_main(conn: multiprocessing.connection.Connection, runner: Runner) ->
         if job is None:
             return
         try:
-            outcome = runner(job)
+            # Progress events travel on the same pipe, ahead of the outcome.
+            outcome = runner(job, throttled(conn.send, PROGRESS_EVERY_S))
         except Exception as exc:  # the runner is meant to return failures, not raise them
             outcome = Failure(FailureType.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
         conn.send(outcome)
@@ -154,11 +161,13 @@ class WorkerPool:
     def worker_pids(self) -> list[int]:
         return [w.process.pid for w in self._workers if w.process.pid is not None]
 
-    async def submit(self, request: Any, timeout_s: float, *, wait: bool = False) -> Any:
+    async def submit(self, request: Any, timeout_s: float, *, wait: bool = False,
+                     progress: ProgressCallback | None = None) -> Any:
         """Run ``request`` on a worker; its outcome, or a ``Failure`` for timeout and crash.
 
         Raises :class:`QueueFull` when ``queue_limit`` jobs already wait, unless ``wait``
-        (batch jobs, which bound their own concurrency, wait instead).
+        (batch jobs, which bound their own concurrency, wait instead). ``progress`` hears
+        the operation's progress events (on the event loop) while it runs.
         """
         if self._closed:
             return Failure(FailureType.WORKER_CRASHED, "the worker pool is shut down")
@@ -169,7 +178,7 @@ class WorkerPool:
             worker = await self._idle.get()
             self._busy += 1
             try:
-                worker, outcome = await self._run_on(worker, request, timeout_s)
+                worker, outcome = await self._run_on(worker, request, timeout_s, progress)
             except asyncio.CancelledError:
                 worker.dirty = True
                 raise
@@ -183,9 +192,10 @@ class WorkerPool:
         finally:
             self._pending -= 1
 
-    async def _run_on(self, worker: _Worker, request: Any, timeout_s: float) -> tuple[_Worker, Any]:
-        if not worker.alive:  # died while idle (e.g. killed from outside): heal first
-            worker = self._discard(worker, "crash")
+    @staticmethod
+    async def _wait(worker: _Worker, timeout_s: float) -> str:
+        """Until the worker's pipe has something (``result``), it exits (``exit``), or
+        ``timeout_s`` passes (``timeout``)."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[str] = loop.create_future()
 
@@ -195,32 +205,45 @@ class WorkerPool:
 
         conn_fd = worker.conn.fileno()
         sentinel = worker.process.sentinel
-        try:
-            # A big request fills the pipe: send from a thread so the loop never waits on it.
-            await asyncio.to_thread(worker.conn.send, request)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the worker is gone; the sentinel below says so at once
         # Some event loops (uvloop) make a watched descriptor non-blocking; the pipe must be
         # blocking again before it is read, so it is watched only while waiting.
         loop.add_reader(conn_fd, wake, "result")
         loop.add_reader(sentinel, wake, "exit")
         try:
-            what = await asyncio.wait_for(done, timeout_s)
+            return await asyncio.wait_for(done, max(0.0, timeout_s))
         except TimeoutError:
-            what = "timeout"
+            return "timeout"
         finally:
             loop.remove_reader(conn_fd)
             loop.remove_reader(sentinel)
             os.set_blocking(conn_fd, True)
 
-        if what == "timeout":
-            message = f"stopped after {timeout_s:g} s of wall-clock time"
-            return self._discard(worker, "timeout"), Failure(FailureType.TIMEOUT, message)
-        if what == "result" or worker.conn.poll():
+    async def _run_on(self, worker: _Worker, request: Any, timeout_s: float,
+                      progress: ProgressCallback | None = None) -> tuple[_Worker, Any]:
+        if not worker.alive:  # died while idle (e.g. killed from outside): heal first
+            worker = self._discard(worker, "crash")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        try:
+            # A big request fills the pipe: send from a thread so the loop never waits on it.
+            await asyncio.to_thread(worker.conn.send, request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the worker is gone; the sentinel below says so at once
+        while True:
+            what = await self._wait(worker, deadline - loop.time())
+            if what == "timeout":
+                message = f"stopped after {timeout_s:g} s of wall-clock time"
+                return self._discard(worker, "timeout"), Failure(FailureType.TIMEOUT, message)
+            if what != "result" and not worker.conn.poll():
+                break
             try:
-                return worker, await asyncio.to_thread(worker.conn.recv)
+                received = await asyncio.to_thread(worker.conn.recv)
             except (EOFError, OSError):
-                pass
+                break
+            if not isinstance(received, Progress):
+                return worker, received
+            if progress is not None:
+                progress(received)
         worker.process.join(timeout=1)
         code = worker.process.exitcode
         message = "the worker process died while running this request"

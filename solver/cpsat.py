@@ -33,6 +33,7 @@ from solver import memory as memory_checks
 from solver.errors import BuildTimeout, ModelInvalid
 from solver.options import SolveOptions
 from solver.problem import FORBIDDEN, Problem, Status
+from solver.progress import SearchCallback
 
 #: Largest literal count of one edge's level clauses before falling back to pairs.
 LEVEL_LITERALS_LIMIT = 40_000
@@ -347,8 +348,36 @@ def _add_memory(built: LabelModel, checks: memory_checks.MemoryChecks) -> None:
         running = m
 
 
-def solve_model(built: LabelModel, options: SolveOptions, time_limit: float) -> RawResult:
-    """Run CP-SAT on a built model within ``time_limit`` seconds."""
+class _Reporter(cp_model.CpSolverSolutionCallback):
+    """Passes each improving solution's objective and each better bound to ``report``."""
+
+    def __init__(self, report: SearchCallback) -> None:
+        super().__init__()
+        self.report = report
+        self.best: int | None = None
+        self.bound: int | None = None
+
+    def on_solution_callback(self) -> None:
+        objective = int(round(self.objective_value))
+        bound = int(np.ceil(self.best_objective_bound - 1e-6))
+        if self.best is None or objective < self.best:
+            self.best = objective
+            self.bound = max(self.bound or bound, min(bound, objective))
+            self.report(self.best, self.bound)
+
+    def on_bound(self, value: float) -> None:
+        bound = int(np.ceil(value - 1e-6))
+        if self.best is not None:
+            bound = min(bound, self.best)
+        if self.bound is None or bound > self.bound:
+            self.bound = bound
+            self.report(self.best, bound)
+
+
+def solve_model(built: LabelModel, options: SolveOptions, time_limit: float,
+                report: SearchCallback | None = None) -> RawResult:
+    """Run CP-SAT on a built model within ``time_limit`` seconds; ``report`` (when given)
+    hears of every improving solution and bound, in the model's own objective."""
     solver = cp_model.CpSolver()
     params = solver.parameters
     params.max_time_in_seconds = max(0.01, time_limit)
@@ -368,7 +397,11 @@ def solve_model(built: LabelModel, options: SolveOptions, time_limit: float) -> 
         # Smaller interleaved batches: a batch ends with its slowest task, and a
         # proof by the first LP worker then stops the search sooner.
         params.interleave_batch_size = 4
-    status = solver.solve(built.model)
+    reporter = None
+    if report is not None:
+        reporter = _Reporter(report)
+        solver.best_bound_callback = reporter.on_bound
+    status = solver.solve(built.model, reporter)
     wall = solver.wall_time
     if status == cp_model.MODEL_INVALID:
         raise ModelInvalid(f"CP-SAT rejected the model: {built.model.validate()}")
@@ -385,4 +418,8 @@ def solve_model(built: LabelModel, options: SolveOptions, time_limit: float) -> 
     objective = int(round(solver.objective_value))
     bound = int(np.ceil(solver.best_objective_bound - 1e-6))
     mapped = Status.OPTIMAL if status == cp_model.OPTIMAL else Status.FEASIBLE
+    final = objective if mapped == Status.OPTIMAL else min(bound, objective)
+    if reporter is not None and (reporter.best, reporter.bound) != (objective, final):
+        # The proof that ends the search comes with no callback of its own.
+        reporter.report(objective, final)
     return RawResult(mapped, tuple(labels), objective, min(bound, objective), wall)

@@ -24,6 +24,12 @@ class SolveOptions:
     search in batches of 4 tasks. On models that a good hint and the LP bound
     settle (layout assignment of large modules), full presolve and the default
     batch were most of the solve: 7.7 s against 2.2 s on one.
+
+    ``whole_model_labels``: above this many labels in the reduced problem, CP-SAT
+    works on windows (:mod:`solver.lns`, with the dual bound) instead of the whole
+    model, which would take too long to build, or whose LP bound would prove little.
+    Layout assignment raises it: its problems have a few labels per node and CP-SAT
+    proves them whole (BENCHMARKS.md, deep models).
     """
 
     time_limit: float = 60.0
@@ -35,3 +41,4 @@ class SolveOptions:
     passes: tuple[str, ...] = ALL_PASSES
     log_search: bool = False
     presolve: Literal["full", "light"] = "full"
+    whole_model_labels: int = 30_000

@@ -18,6 +18,7 @@ from solver.errors import BuildTimeout, ProblemError, SolveError
 from solver.heuristics import heuristic
 from solver.laps import Laps
 from solver.options import SolveOptions
+from solver.progress import SearchCallback
 from solver.problem import (
     Problem, Solution, Status, evaluate, memory_feasible, peak_memory, trivial_bound,
 )
@@ -25,11 +26,9 @@ from solver.quick import quick_answer
 from solver.reductions import Reduction, reduce_problem
 
 
-#: Above this many labels in the reduced problem, CP-SAT works on windows
-#: (:mod:`solver.lns`) instead of the whole model, which would not build in time.
-FULL_MODEL_LABELS = 30_000
-#: Likewise when a node has more labels than this: the level clauses of its
-#: tables alone would not be written in time.
+#: CP-SAT works on windows (:mod:`solver.lns`) instead of the whole model when the
+#: reduced problem has more labels than ``SolveOptions.whole_model_labels``, or a node
+#: more than this: the level clauses of its tables alone would not be written in time.
 FULL_MODEL_NODE_LABELS = 512
 
 
@@ -84,8 +83,8 @@ class Prepared:
     timings_ms: tuple[tuple[str, float], ...]
 
 
-def _modelled_whole(core: Problem) -> bool:
-    return (sum(len(u) for u in core.unary) <= FULL_MODEL_LABELS
+def _modelled_whole(core: Problem, options: SolveOptions) -> bool:
+    return (sum(len(u) for u in core.unary) <= options.whole_model_labels
             and max(map(len, core.unary), default=0) <= FULL_MODEL_NODE_LABELS)
 
 
@@ -103,7 +102,7 @@ def prepare(problem: Problem, options: SolveOptions = SolveOptions()) -> Prepare
     laps.lap("reduce")
     model = None
     core = reduction.problem
-    if core is not None and core.num_nodes and _modelled_whole(core):
+    if core is not None and core.num_nodes and _modelled_whole(core, options):
         model = _build_in_time(core, laps.began + options.time_limit)
         laps.lap("build")
     return Prepared(problem, reduction, model, laps.timings())
@@ -124,7 +123,8 @@ class Search:
 
 def solve(problem: Problem, options: SolveOptions = SolveOptions(),
           hint: Sequence[int] | None = None,
-          prepared: Prepared | None = None) -> Solution:
+          prepared: Prepared | None = None,
+          report: SearchCallback | None = None) -> Solution:
     """Solve ``problem`` within ``options.time_limit`` seconds (wall clock).
 
     ``hint``: a known assignment of ``problem`` (one label per node), carried
@@ -139,6 +139,9 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
     reduced problem (:func:`_first_answer`), the search (:func:`_search`: CP-SAT
     on the whole model, or on windows), and the answer restored and re-checked on
     ``problem`` (:func:`_restored`).
+
+    ``report``: hears each better answer and bound the search finds, as costs of
+    ``problem`` (an answer's reported cost is at least its true cost).
     """
     _check_arguments(problem, hint, prepared)
     laps = Laps()
@@ -156,10 +159,23 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
         return Solution(Status.INFEASIBLE, timings_ms=laps.timings(),
                         message=reduction.infeasible or "")
     start, first_ms = _first_answer(reduction, hint, quick, options, deadline, laps, first_ms)
-    found = _search(reduction.problem, prepared.model, start, first_ms, options, deadline, laps)
+    found = _search(reduction.problem, prepared.model, start, first_ms, options, deadline, laps,
+                    _offset(report, reduction.offset))
     if found.best is None:
         return _unanswered(problem, reduction, found, quick, laps)
     return _restored(problem, reduction, found, quick, laps)
+
+
+def _offset(report: SearchCallback | None, offset: int) -> SearchCallback | None:
+    """``report`` of costs on the reduced problem, as costs of the original one."""
+    if report is None:
+        return None
+    target = report
+
+    def shifted(best: int | None, bound: int | None) -> None:
+        target(None if best is None else best + offset, None if bound is None else bound + offset)
+
+    return shifted
 
 
 def _check_arguments(problem: Problem, hint: Sequence[int] | None,
@@ -230,16 +246,16 @@ def _first_answer(reduction: Reduction, hint: Sequence[int] | None, quick: Answe
 
 
 def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
-            first_ms: float | None, options: SolveOptions, deadline: float, laps: Laps
-            ) -> Search:
+            first_ms: float | None, options: SolveOptions, deadline: float, laps: Laps,
+            report: SearchCallback | None = None) -> Search:
     """CP-SAT on the whole model from ``start``, or on windows when the model is too
     large and there is a start; the start with the trivial bound when no model could
     be built in time."""
     if core.num_nodes == 0:
         return Search(start, 0, Status.OPTIMAL, first_ms)
-    if start is not None and not _modelled_whole(core):
-        return _window_search(core, start, first_ms, options, deadline, laps)
-    if model is None and not _modelled_whole(core):
+    if start is not None and not _modelled_whole(core, options):
+        return _window_search(core, start, first_ms, options, deadline, laps, report)
+    if model is None and not _modelled_whole(core, options):
         # Too large to model in time, but no start for the windows either.
         model = _build_in_time(core, deadline)
         laps.lap("build")
@@ -251,17 +267,23 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
     if start is not None:
         cpsat.add_hint(model, start.labels)
         laps.lap("add-hint")
-    return _model_search(core, model, start, first_ms, options, deadline, laps)
+    return _model_search(core, model, start, first_ms, options, deadline, laps, report)
 
 
 def _window_search(core: Problem, start: Answer, first_ms: float | None,
-                   options: SolveOptions, deadline: float, laps: Laps) -> Search:
+                   options: SolveOptions, deadline: float, laps: Laps,
+                   report: SearchCallback | None = None) -> Search:
     """CP-SAT on windows of the reduced problem, the rest fixed (:mod:`solver.lns`).
     The windows prove nothing, so a share of the time first goes to a real bound: the
-    LP dual with memory multipliers (:mod:`solver.dual_bound`)."""
+    LP dual with memory multipliers (:mod:`solver.dual_bound`). When that bound already
+    meets the start, the start is optimal and there is nothing to search for."""
     share = min(DUAL_BOUND_SHARE * (deadline - time.perf_counter()), DUAL_BOUND_SECONDS)
-    dual = dual_bound(core, max(0.0, share), target=start.cost)
+    dual = max(trivial_bound(core), dual_bound(core, max(0.0, share), target=start.cost))
     laps.lap("dual-bound")
+    if report is not None:
+        report(start.cost, min(dual, start.cost))
+    if dual >= start.cost:
+        return Search(start, dual, Status.OPTIMAL, first_ms)
     improved, _ = lns.improve(core, start.labels, deadline, options)
     answer = _feasible(core, improved)
     if answer is None or answer.cost > start.cost:
@@ -274,12 +296,12 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
 
 def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
                   first_ms: float | None, options: SolveOptions, deadline: float,
-                  laps: Laps) -> Search:
+                  laps: Laps, report: SearchCallback | None = None) -> Search:
     """CP-SAT on the whole model (hinted with ``start``); with memory rows a slice of
     the time is kept for the dual bound in case CP-SAT does not prove its answer."""
     keep = (min(MEMORY_DUAL_SHARE * (deadline - time.perf_counter()), MEMORY_DUAL_SECONDS)
             if core.memory else 0.0)
-    raw = cpsat.solve_model(model, options, deadline - time.perf_counter() - keep)
+    raw = cpsat.solve_model(model, options, deadline - time.perf_counter() - keep, report)
     laps.lap("cpsat")
     best = start
     if raw.labels is not None:

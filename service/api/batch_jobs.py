@@ -1,5 +1,9 @@
 """Batch jobs of ``POST /v1/batches``: many modules, one job, progress by polling.
 
+Each module's latest progress event (phase, seconds, best cost so far, bound, gap: see
+:mod:`solver.progress`) is kept on its item while a worker runs it, and the last one stays
+after it finishes.
+
 A job runs as an asyncio task on the server's own worker pool, at most ``pool.size`` modules
 at a time, so single requests still find room in the queue while a batch runs. Jobs live in
 memory; the oldest finished jobs are dropped beyond ``keep``. (For batches that must survive a
@@ -16,6 +20,7 @@ from typing import Any
 
 from service.api.execution import Executor
 from service.pipeline import Operation, Request, Success
+from solver.progress import Progress
 
 
 @dataclass(slots=True)
@@ -25,6 +30,7 @@ class BatchItem:
     cached: bool = False
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    progress: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -64,8 +70,12 @@ class BatchJobs:
         limit = asyncio.Semaphore(self._executor.pool.size)
 
         async def one(item: BatchItem, request: Request) -> None:
+            def heard(event: Progress) -> None:
+                item.progress = event.to_json()
+
             async with limit:
-                outcome, cached = await self._executor.execute(request, wait=True)
+                outcome, cached = await self._executor.execute(request, wait=True,
+                                                               progress=heard)
             item.cached = cached
             if isinstance(outcome, Success):
                 item.status, item.result = "ok", outcome.to_json()

@@ -15,6 +15,7 @@ from service.options import AssignOptions
 from service.pipeline import ModuleRequest, Outcome, Request, Success
 from service.settings import Settings
 from service.worker_pool import WorkerPool
+from solver.progress import ProgressCallback
 
 
 class Executor:
@@ -37,8 +38,10 @@ class Executor:
             return request, capped + self.settings.time_limit_grace_s
         return request, self.settings.request_timeout_s
 
-    async def execute(self, request: Request, *, wait: bool = False) -> tuple[Outcome, bool]:
-        """The outcome of ``request`` and whether it came from the cache.
+    async def execute(self, request: Request, *, wait: bool = False,
+                      progress: ProgressCallback | None = None) -> tuple[Outcome, bool]:
+        """The outcome of ``request`` and whether it came from the cache; ``progress`` hears
+        the progress events of a layout assignment while a worker runs it.
 
         Raises :class:`service.worker_pool.QueueFull` when the pool is saturated (unless
         ``wait``).
@@ -53,7 +56,7 @@ class Executor:
             if hit is not None:
                 self._count(operation, hit)
                 return hit, True
-        outcome = await self.pool.submit(request, timeout_s, wait=wait)
+        outcome = await self.pool.submit(request, timeout_s, wait=wait, progress=progress)
         if isinstance(outcome, Success):
             self.metrics.operation_time.labels(operation).observe(outcome.elapsed_ms / 1000.0)
         self._count(operation, outcome)

@@ -224,12 +224,23 @@ class BatchIn(_In):
     )
 
 
+class ProgressOut(BaseModel):
+    """Where a running layout assignment stands (the last word once it is done)."""
+
+    phase: str
+    elapsed_s: float
+    best: int | None = Field(None, description="Cheapest true cost found so far (ns).")
+    bound: int | None = Field(None, description="Best proven lower bound on it (ns).")
+    gap: float | None = Field(None, description="(best - bound) / best.")
+
+
 class BatchItemOut(BaseModel):
     name: str
     status: Literal["pending", "ok", "failed"]
     cached: bool = False
     result: dict[str, Any] | None = None
     error: ErrorOut | None = None
+    progress: ProgressOut | None = None
 
 
 class BatchOut(BaseModel):

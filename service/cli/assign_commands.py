@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -19,12 +20,14 @@ from hlo.passes import DEFAULT_PASSES, PassError, pass_names, passes_for_target
 from hlo.printer import print_module
 from hlo.target import load_target
 from service.cli.measure_commands import print_measured
+from service.cli.progress_line import REDRAW_S, ProgressLine
 from service.cli.source import load_module
 from service.measurement import exit_code
 from solver.errors import AssignmentError
 from solver.layout_assignment.assign import assign, score
 from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.report import summary, to_json
+from solver.progress import throttled
 
 
 def _normalization(flag: bool | None, passes: str | None, target: str) -> tuple[str, ...] | None:
@@ -65,7 +68,8 @@ def register(app: typer.Typer) -> None:
         path: Path = typer.Argument(..., help="HLO text file (.hlo or .hlo.gz)."),
         target: str = typer.Option("cpu", "-t", "--target", help="Built-in target or a target file."),
         entry_layout: str = typer.Option("fixed", "--entry-layout", help="fixed | auto"),
-        time_limit: float = typer.Option(10.0, "--time-limit", help="Solve time limit (s)."),
+        time_limit: float = typer.Option(
+            10.0, "--time-limit", help="Wall-clock limit of the whole assignment (s)."),
         out: Path | None = typer.Option(None, "-o", "--out", help="Write the laid-out module here."),
         report: Path | None = typer.Option(None, "--report", help="Write the JSON report here."),
         html: Path | None = typer.Option(
@@ -88,6 +92,10 @@ def register(app: typer.Typer) -> None:
             help="XLA's layouts from this laid-out module instead of XLA's layout-assignment "
                  "pass (implies --measure)."),
         reps: int = typer.Option(10, "--reps", min=1, help="Timed rounds for --measure."),
+        progress: bool | None = typer.Option(
+            None, "--progress/--no-progress",
+            help="Show the step, the best cost so far, the bound and the gap on stderr while "
+                 "solving (default: when stderr is a terminal)."),
     ) -> None:
         """Assign layouts to FILE; print the module (or write it to -o) and a summary."""
         if entry_layout not in ("fixed", "auto"):
@@ -106,8 +114,10 @@ def register(app: typer.Typer) -> None:
         options = AssignOptions(target=target, entry_layout=entry_layout,  # type: ignore[arg-type]
                                 time_limit=time_limit, emit_bitcasts=emit_bitcasts,
                                 normalize=requested)
+        shown = progress if progress is not None else sys.stderr.isatty()
+        watch = throttled(ProgressLine(sys.stderr), REDRAW_S) if shown else None
         try:
-            result = assign(module, options)
+            result = assign(module, options, progress=watch)
         except (HloError, AssignmentError) as err:
             typer.echo(f"{path}: error: {getattr(err, 'message', err)}", err=True)
             raise typer.Exit(code=2) from None

@@ -47,6 +47,7 @@ from solver.layout_assignment.plan import InsertedCopy, plan_for
 from solver.layout_assignment.shared_copies import improve, true_cost
 from solver.options import SolveOptions
 from solver.problem import Problem, Solution, Status
+from solver.progress import ProgressCallback, Tracker
 from solver.problem import evaluate as evaluate_labels
 from solver.solve import Prepared, prepare, solve, trivial_bound
 
@@ -106,6 +107,9 @@ class AssignResult:
     #: Status of the solve of the relaxed problem that gives ``lower_bound``.
     bound_status: str = ""
     local_search_moves: int = 0
+    #: Wall-clock milliseconds of the whole call (the timings overlap: a thread
+    #: prepares the exact problem during the per-use solve).
+    wall_ms: float = 0.0
 
     @property
     def gap(self) -> float | None:
@@ -135,10 +139,25 @@ def score(module: Module, target: str | Target) -> ScoreResult:
 _ORDER = ("exact", "cp-sat", "bound", "local-search", "greedy", "default")
 
 
+#: Layout problems keep a few labels per node, and CP-SAT proves them whole far beyond
+#: the general limit (the exact problem of a 48-layer transformer: 35k labels, proven in
+#: seconds, where its windows proved nothing in 80 s): up to this many labels.
+WHOLE_MODEL_LABELS = 400_000
+
+#: Seconds kept from ``time_limit`` for the rewrite, normalization and verification that
+#: follow the solves: this much, plus :data:`FINISH_S_PER_INSTRUCTION` per instruction (at
+#: most a quarter of the limit).
+FINISH_S = 0.1
+FINISH_S_PER_INSTRUCTION = 1e-4
+#: Optional steps (the relaxed bound, the last local search) start only with this much
+#: time left.
+OPTIONAL_STEP_S = 0.2
+
+
 def _solve_options(options: AssignOptions, time_limit: float) -> SolveOptions:
     return SolveOptions(time_limit=time_limit, num_workers=options.num_workers,
                         seed=options.seed, heuristic_time=min(2.0, time_limit / 4),
-                        presolve="light")
+                        presolve="light", whole_model_labels=WHOLE_MODEL_LABELS)
 
 
 class Budget:
@@ -151,7 +170,10 @@ class Budget:
         self.deadline = time.monotonic() + seconds
 
     def share(self, fraction: float) -> float:
-        return max(0.05, (self.deadline - time.monotonic()) * fraction)
+        return max(0.05, self.left() * fraction)
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
 
 
 class Runs:
@@ -222,20 +244,40 @@ class Rewritten:
     true_costs: dict[str, int]
 
 
-def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignResult:
-    """Assign layouts to ``module`` (see the module docstring for the steps)."""
+def assign(module: Module, options: AssignOptions = AssignOptions(),
+           progress: ProgressCallback | None = None) -> AssignResult:
+    """Assign layouts to ``module`` (see the module docstring for the steps).
+
+    ``options.time_limit`` bounds the wall clock of the whole call: the solves share
+    what the steps before them left, minus a reserve for the rewrite after them, and
+    optional steps are skipped when it is spent. ``progress`` hears every step and
+    every better answer or bound (:mod:`solver.progress`; costs are true costs).
+    """
     laps = Laps()
+    tracker = Tracker(progress)
+    tracker.enter("candidates")
+    instructions = sum(len(c.instructions) for c in module.computations)
+    budget = Budget(options.time_limit - min(0.25 * options.time_limit,
+                                             FINISH_S + FINISH_S_PER_INSTRUCTION * instructions))
     target = _target(options.target)
     passes = normalization_passes(options.normalize, target)
     cm = CostModel(target)
     compiled = _compile(module, options, cm, laps)
+    tracker.enter("baselines")
     runs = _baselines(compiled, laps)
-    budget = Budget(options.time_limit)
+    tracker.heard(best=min(runs.estimated().values()))
+    tracker.enter("per-use model")
     solution, exact, improved, moves = _solve_per_use(compiled, options, budget, runs, laps)
-    lower, bound_status = _solve_exact(compiled, options, budget, exact, improved, runs, laps)
-    if min(runs.estimated().values()) > lower:
+    tracker.heard(best=min(runs.estimated().values()))
+    tracker.enter("exact problem")
+    lower, bound_status = _solve_exact(compiled, options, budget, exact, improved, runs, laps,
+                                       tracker)
+    if min(runs.estimated().values()) > lower and budget.left() > OPTIONAL_STEP_S:
+        tracker.enter("local search")
         moves += runs.improve_cheapest()[1]
+        tracker.heard(best=min(runs.estimated().values()))
     laps.lap("polish")
+    tracker.enter("rewrite")
     rewritten = _rewrite_cheapest(module, compiled, cm, runs, options.emit_bitcasts)
     laps.lap("rewrite")
     normalized, normalization = (normalize(rewritten.module, passes) if passes
@@ -246,6 +288,8 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
     # Proven optimal for the true cost only when it meets the bound on the true cost.
     total = rewritten.score.total
     status = Status.OPTIMAL.value if total <= lower else Status.FEASIBLE.value
+    tracker.heard(best=total, bound=min(lower, total))
+    tracker.enter("done")
     return AssignResult(
         module=normalized, original=module, target=target.name, options=options,
         status=status, chosen_by=rewritten.chosen_by, objective=total,
@@ -257,7 +301,8 @@ def assign(module: Module, options: AssignOptions = AssignOptions()) -> AssignRe
         bound_status=bound_status, local_search_moves=moves,
         score=rewritten.score, layouts=_layouts(normalized), inserted=rewritten.inserted,
         entry_layouts=_entry_layouts(module, normalized, options),
-        timings_ms=dict(laps.timings()), violations=violations,
+        timings_ms=dict(laps.timings()), wall_ms=round(laps.elapsed_ms(), 3),
+        violations=violations,
         nodes=compiled.problem.num_nodes, relations=len(compiled.graph.relations),
         normalization=normalization, assigned=rewritten.module)
 
@@ -314,13 +359,14 @@ def _solve_per_use(compiled: Compiled, options: AssignOptions, budget: Budget, r
 
 
 def _solve_exact(compiled: Compiled, options: AssignOptions, budget: Budget,
-                 exact: ExactStart, start: tuple[int, ...], runs: Runs, laps: Laps
-                 ) -> tuple[int, str]:
+                 exact: ExactStart, start: tuple[int, ...], runs: Runs, laps: Laps,
+                 tracker: Tracker) -> tuple[int, str]:
     """CP-SAT on the exact shared-copy problem from ``start``; when it does not prove
-    its answer, the relaxed problem for a bound. Returns the best lower bound on the
-    true cost and the statuses of the solves that gave it."""
+    its answer and time is left, the relaxed problem for a bound. Returns the best lower
+    bound on the true cost and the statuses of the solves that gave it."""
     solution = solve(exact.problem, _solve_options(options, budget.share(0.75)),
-                     hint=exact_labels(exact.problem, start), prepared=exact.prepared)
+                     hint=exact_labels(exact.problem, start), prepared=exact.prepared,
+                     report=tracker.heard)
     laps.lap("exact")
     laps.add(solution.timings_ms, "exact.")
     bounds = [solution.lower_bound if solution.lower_bound is not None
@@ -328,8 +374,12 @@ def _solve_exact(compiled: Compiled, options: AssignOptions, budget: Budget,
     if solution.labels is not None:
         runs.add("exact", tuple(solution.labels[:compiled.problem.num_nodes]))
     bound_status = solution.status.value
-    if solution.status != Status.OPTIMAL:
-        relaxed = solve(compiled.relaxed, _solve_options(options, budget.share(1.0)))
+    if solution.status != Status.OPTIMAL and budget.left() <= OPTIONAL_STEP_S:
+        bound_status = f"exact {bound_status}, relaxed not solved (time limit)"
+    elif solution.status != Status.OPTIMAL:
+        tracker.enter("relaxed bound")
+        relaxed = solve(compiled.relaxed, _solve_options(options, budget.share(1.0)),
+                        report=lambda _, bound: tracker.heard(bound=bound))
         laps.lap("bound")
         laps.add(relaxed.timings_ms, "bound.")
         bounds.append(relaxed.lower_bound if relaxed.lower_bound is not None

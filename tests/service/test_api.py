@@ -231,6 +231,26 @@ def test_batch_job_reports_progress_and_per_module_results(client: httpx.Client)
     assert (by_name["bad"]["error"]["line"], by_name["bad"]["error"]["column"]) == (5, 19)
 
 
+def test_batch_job_carries_the_solver_progress(client: httpx.Client) -> None:
+    """Progress events travel from the worker process to the job: each item shows its last
+    one (phase, seconds, best cost so far, bound, gap), which agrees with its report."""
+    modules = [{"name": "block", "hlo": corpus_text("transformer_block_train.before_layout.hlo")}]
+    r = client.post("/v1/batches", json={"operation": "assign", "modules": modules,
+                                         "target": "tpu", "options": {"seed": 7}})
+    assert r.status_code == 202, r.text
+    job = r.json()
+    deadline = time.monotonic() + 120
+    while job["status"] != "done" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        job = client.get(f"/v1/batches/{job['id']}").json()
+    assert job["status"] == "done" and job["succeeded"] == 1, job
+    item = job["results"][0]
+    progress, report = item["progress"], item["result"]
+    assert progress["phase"] == "done" and progress["elapsed_s"] > 0
+    assert progress["best"] == report["objective"] and progress["bound"] == report["lower_bound"]
+    assert progress["gap"] == 0.0 and report["status"] == "OPTIMAL"
+
+
 def test_batch_errors(client: httpx.Client) -> None:
     assert client.get("/v1/batches/0123").status_code == 404
     dup = [{"name": "a", "hlo": EXAMPLE_HLO}, {"name": "a", "hlo": EXAMPLE_HLO}]

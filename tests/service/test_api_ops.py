@@ -19,13 +19,13 @@ from service import pipeline
 from service.pipeline import ModuleRequest, Operation, Success
 
 
-def slow_or_crashing_run(request: Any) -> Any:
+def slow_or_crashing_run(request: Any, progress: Any = None) -> Any:
     if isinstance(request, ModuleRequest) and request.name == "test-sleep":
         time.sleep(float(request.hlo))
         return Success(Operation.CHECK, {"slept": float(request.hlo)})
     if isinstance(request, ModuleRequest) and request.name == "test-crash":
         os.kill(os.getpid(), signal.SIGKILL)
-    return pipeline.run(request)
+    return pipeline.run(request, progress)
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from test_reductions import build
 from solver.errors import ProblemError
 from solver.options import SolveOptions
 from solver.problem import FORBIDDEN, Status, make_problem
-from solver.solve import solve
+from solver.solve import prepare, solve
 
 QUICK = SolveOptions(time_limit=10.0, heuristic_time=0.2)
 
@@ -228,14 +228,13 @@ def test_prepared_solve_matches_brute_force_and_the_plain_solve() -> None:
         solve(build(raw), QUICK, prepared=prepare(problem, QUICK))
 
 
-def test_window_search_path_reports_a_valid_dual_bound(monkeypatch) -> None:
+def test_window_search_path_reports_a_valid_dual_bound() -> None:
     """Forced onto the window search (as the contest's large cores are), the answer is
     exact and feasible and the reported bound lies between the trivial bound and the
-    optimum; on some problems the dual bound proves the window answer optimal."""
-    from solver import solve as solve_module
+    optimum; on some problems the dual bound proves the start optimal, and then no
+    window is searched."""
     from solver.problem import trivial_bound
 
-    monkeypatch.setattr(solve_module, "FULL_MODEL_LABELS", 0)
     proven = 0
     for seed in range(12):
         rng = np.random.default_rng(6000 + seed)
@@ -244,10 +243,61 @@ def test_window_search_path_reports_a_valid_dual_bound(monkeypatch) -> None:
         if want is None:
             continue
         problem = build(raw)
-        got = solve(problem, SolveOptions(time_limit=0.8, heuristic_time=0.1, passes=()))
+        got = solve(problem, SolveOptions(time_limit=0.8, heuristic_time=0.1, passes=(),
+                                          whole_model_labels=0))
         steps = dict(got.timings_ms)
-        assert "window-search" in steps and "dual-bound" in steps, seed
+        assert "dual-bound" in steps and "cpsat" not in steps, seed
+        assert "window-search" in steps or got.status == Status.OPTIMAL, seed
         assert cost_of(raw, got.labels) == got.objective >= want[0], seed
         assert trivial_bound(problem) <= got.lower_bound <= want[0], seed
         proven += got.status == Status.OPTIMAL
     assert proven >= 2
+
+
+def test_whole_model_labels_chooses_windows_or_the_whole_model() -> None:
+    """Below ``whole_model_labels`` the reduced problem is one CP-SAT model, above it the
+    windows with the dual bound; both answers are the brute-force optimum's cost or above
+    it with a bound below it, and the whole model proves its answer."""
+    for seed in range(8):
+        rng = np.random.default_rng(7000 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(4, 9)), memory=False, density=0.5)
+        want = brute_force(raw)
+        if want is None:
+            continue
+        problem = build(raw)
+        core = prepare(problem, SolveOptions(passes=())).reduction.problem
+        labels = sum(len(u) for u in core.unary)
+        whole = solve(problem, SolveOptions(time_limit=5.0, heuristic_time=0.1, passes=(),
+                                            whole_model_labels=labels))
+        assert "cpsat" in dict(whole.timings_ms), seed
+        assert whole.status == Status.OPTIMAL and whole.objective == want[0], seed
+        windows = solve(problem, SolveOptions(time_limit=0.8, heuristic_time=0.1, passes=(),
+                                              whole_model_labels=labels - 1))
+        assert "cpsat" not in dict(windows.timings_ms), seed
+        assert windows.lower_bound <= want[0] <= windows.objective, seed
+
+
+def test_search_reports_answers_and_bounds_in_order() -> None:
+    """The ``report`` callback hears costs of the problem solved (the reductions' offset
+    added back): answers never below the optimum and never rising, bounds never above
+    it and never falling, the last of both the returned objective."""
+    heard_any = 0
+    for seed in range(10):
+        rng = np.random.default_rng(8000 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(5, 10)), memory=seed % 2 == 0,
+                         max_labels=3)
+        want = brute_force(raw)
+        if want is None:
+            continue
+        events: list[tuple[int | None, int | None]] = []
+        got = solve(build(raw), SolveOptions(time_limit=10.0, heuristic_time=0.2, passes=()),
+                    report=lambda best, bound: events.append((best, bound)))
+        assert got.status == Status.OPTIMAL and got.objective == want[0], seed
+        bests = [b for b, _ in events if b is not None]
+        bounds = [b for _, b in events if b is not None]
+        assert all(b >= want[0] for b in bests) and bests == sorted(bests, reverse=True), seed
+        assert all(b <= want[0] for b in bounds) and bounds == sorted(bounds), seed
+        if events:
+            heard_any += 1
+            assert events[-1] == (want[0], want[0]), (seed, events)
+    assert heard_any >= 3

@@ -24,7 +24,8 @@ def _out(job: BatchJob, with_results: bool) -> BatchOut:
     if with_results:
         results = [
             BatchItemOut(
-                name=i.name, status=i.status, cached=i.cached, result=i.result, error=i.error  # type: ignore[arg-type]
+                name=i.name, status=i.status, cached=i.cached, result=i.result, error=i.error,  # type: ignore[arg-type]
+                progress=i.progress,  # type: ignore[arg-type]
             )
             for i in job.items
         ]

@@ -1,11 +1,15 @@
-"""``time_limit`` is one budget for every solve of an assignment, not one per solve."""
+"""``time_limit`` is one budget for the whole assignment, not one per solve; progress events."""
 
 from __future__ import annotations
+
+import time
 
 from conftest import shared_path
 from hlo.parser import parse_file
 from solver.layout_assignment.assign import assign
 from solver.layout_assignment.options import AssignOptions
+from solver.layout_assignment.report import summary
+from solver.progress import Progress
 
 SOLVE_STAGES = ("solve", "exact", "bound")
 
@@ -22,3 +26,47 @@ def test_all_solves_together_stay_within_the_time_limit() -> None:
     assert spent <= 1.5 * limit + 1.0, result.timings_ms
     assert result.lower_bound is not None and result.lower_bound <= result.objective
     assert (result.status == "OPTIMAL") == (result.lower_bound == result.objective)
+
+
+def test_time_limit_bounds_the_wall_clock_of_the_whole_assignment() -> None:
+    # gpt_train_4l on tpu is not proven in 1 s: the solves share what the graph and the
+    # candidates left, a reserve is kept for the rewrite, and the relaxed bound is skipped.
+    # Before the limit covered the whole call, this took 4-6 s here.
+    module = parse_file(shared_path("corpus", "gpt_train_4l.before_layout.hlo.gz"))
+    limit = 1.0
+    began = time.perf_counter()
+    result = assign(module, AssignOptions(target="tpu", time_limit=limit))
+    wall = time.perf_counter() - began
+    assert result.status == "FEASIBLE" and "bound" not in result.timings_ms
+    assert result.bound_status == "exact FEASIBLE, relaxed not solved (time limit)"
+    assert result.lower_bound is not None and result.lower_bound < result.objective
+    # Graph, candidates and stating the exact problem cannot be cut short (about 1.5 s here
+    # on a quiet machine, 8.7 s under the full suite on a shared one): a generous bound.
+    assert wall <= limit + 12.0, result.timings_ms
+    # The reported time is this wall clock, not the sum of overlapping steps.
+    assert abs(result.wall_ms / 1000 - wall) < 0.1
+    assert summary(result)["time_ms"] == round(result.wall_ms, 1)
+
+
+def test_progress_events_come_in_order_with_sane_values() -> None:
+    module = parse_file(shared_path("corpus", "transformer_block_train.before_layout.hlo"))
+    events: list[Progress] = []
+    result = assign(module, AssignOptions(target="tpu", time_limit=20.0), progress=events.append)
+    phases = [e.phase for e in events]
+    order = ["candidates", "baselines", "per-use model", "exact problem", "relaxed bound",
+             "local search", "rewrite", "done"]
+    assert phases[0] == "candidates" and phases[-1] == "done" and phases.count("done") == 1
+    assert [order.index(p) for p in phases] == sorted(order.index(p) for p in phases)
+    assert {"baselines", "per-use model", "exact problem", "rewrite"} <= set(phases)
+    assert all(a.elapsed_s <= b.elapsed_s for a, b in zip(events, events[1:]))
+    bests = [e.best for e in events if e.best is not None]
+    bounds = [e.bound for e in events if e.bound is not None]
+    assert bests == sorted(bests, reverse=True) and bounds == sorted(bounds)
+    # The first cost heard is the better baseline's; none is below the answer proven optimal,
+    # no bound above it.
+    assert bests[0] == min(result.baselines.values())
+    assert result.status == "OPTIMAL"
+    assert min(bests) == result.objective and max(bounds) == result.lower_bound
+    last = events[-1]
+    assert (last.best, last.bound, last.gap) == (result.objective, result.lower_bound, 0.0)
+    assert last.elapsed_s <= result.wall_ms / 1000
