@@ -90,11 +90,15 @@ class TransposeCost(_Frozen):
     ``minor_moving``: the permutation changes the most-minor (or tiled) dims —
     a real transpose. ``major_only``: only major dims (whole tiles/rows) move —
     a strided block copy. ``uncoalesced``: what a naive emitter would pay.
+    ``standalone``: a ``transpose`` instruction that moves data costs this many times a
+    ``copy`` doing the same movement (XLA:CPU emits a copy as a fast relayout loop and a
+    standalone transpose as a slow elementwise one; 1 where the two are the same).
     """
 
     minor_moving: float = Field(gt=0)
     major_only: float = Field(gt=0)
     uncoalesced: float = Field(gt=0)
+    standalone: float = Field(1.0, gt=0)
     note: str = ""
 
 
@@ -114,6 +118,7 @@ OpRuleKind = Literal[
     "conv_layout",
     "default_layout",
     "row_reduction",
+    "reduction_minor",
     "format",
 ]
 
@@ -124,6 +129,10 @@ class OpRule(_Frozen):
     ``kind`` names the rule; ``params`` carries its numbers, e.g.
     ``{layout = "NHWC"}`` for ``conv_layout`` or ``{min_reduced_size = 32}`` for
     ``row_reduction``; ``element_types``/``spatial_dims`` restrict where it applies.
+    ``reduction_minor`` (``{slow = "kept", read_factor = 0.45}``): a ``reduce`` whose operand's
+    physically most-minor dim is ``kept`` (a column reduction) or ``reduced`` (a row
+    reduction), whichever the backend runs slower, costs ``read_factor`` passes over the
+    operand more than the other form.
     """
 
     op: str = Field(min_length=1)
@@ -196,6 +205,9 @@ class Target(_Frozen):
     name: str = Field(min_length=1)
     description: str = ""
     memory_bandwidth_gb_per_s: float = Field(gt=0)
+    # Movements of at most ``cache_bytes`` (read + written) stream at the cache's bandwidth.
+    cache_bytes: int = Field(0, ge=0)
+    cache_bandwidth_gb_per_s: float | None = Field(None, gt=0)
     layout_family: Literal["tiled", "row_major", "formats"]
     tileable_minor_dims: int = Field(0, ge=0)
     tile_rules: tuple[TileRule, ...] = ()
@@ -235,7 +247,10 @@ class Target(_Frozen):
         return ()
 
     def pass_ns(self, nbytes: int) -> float:
-        """Nanoseconds to stream ``nbytes`` once at the memory bandwidth."""
+        """Nanoseconds to stream ``nbytes`` once: at the cache's bandwidth when they fit in
+        ``cache_bytes``, else at the memory bandwidth."""
+        if self.cache_bandwidth_gb_per_s is not None and nbytes <= self.cache_bytes:
+            return nbytes / self.cache_bandwidth_gb_per_s
         return nbytes / self.memory_bandwidth_gb_per_s
 
     def copy_ns(self, read_bytes: int, write_bytes: int) -> float:

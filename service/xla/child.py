@@ -49,7 +49,7 @@ def _dtypes():
 class Compiler:
     """Compiles HLO text on the CPU backend, swapping the given module in at PRE_SCHEDULER."""
 
-    def __init__(self) -> None:
+    def __init__(self, platform: str = "cpu") -> None:
         import jax
 
         jax.config.update("jax_enable_x64", True)
@@ -61,13 +61,13 @@ class Compiler:
 
         jaxlib.lapack._lapack.initialize()  # LAPACK custom-calls segfault without it
         self.jax, self._jax, self._hlo = jax, _jax, _hlo
-        self.backend = jb.get_backend("cpu")
+        self.backend = jb.get_backend(platform)
         self.device = self.backend.devices()[0]
         self._swap: tuple[str, bytes] | None = None
         self.swapped = False
         jx.register_hlo_module_transformation(
             self._callback, name="hlo_layout_swap", stage=jx.PipelineStage.PRE_SCHEDULER,
-            platforms="cpu")
+            platforms=platform)
 
     def _callback(self, serialized: bytes) -> bytes | None:
         # Every compile in the process passes here (device_put with a layout compiles too).
@@ -180,7 +180,7 @@ def _save_outputs(leaves: list, path: str) -> list[str]:
 
 def run(job: dict) -> dict:
     cpu = _pin(job.get("cpu"))
-    compiler = Compiler()
+    compiler = Compiler(job.get("platform", "cpu"))
     inputs = Inputs(compiler, _load_inputs(job))
     executables, result = {}, {"cpu": cpu, "modules": {}, "times_ms": {}}
     for key, path in job["modules"].items():

@@ -148,12 +148,14 @@ def run_modules(
     pin_cpu: bool = True,
     timeout_s: float = 600.0,
     plain: Collection[str] = (),
+    platform: str = "cpu",
 ) -> Measurement:
     """Run every module on the same inputs; with ``reps > 0`` also time them (see module doc).
 
     Modules whose label is in ``plain`` are not swapped in: XLA compiles them through its
     whole pipeline (its own layouts, fusion), which gives their semantics whatever layouts
     they carry (ORACLES §2), e.g. the original module that a rewrite must agree with.
+    ``platform`` names the jax backend (measured only on ``cpu`` so far).
     """
     require_xla()
     if not modules:
@@ -221,7 +223,7 @@ def _write_inputs(path: Path, inputs: Sequence[np.ndarray]) -> None:
                       for i, a in enumerate(inputs)})
 
 
-def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, plain=()):
+def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, plain=(), platform="cpu"):
     """(result, None), or ({}, why) when the child died without a result."""
     order = list(keys.values())
     if order and reps > 0:
@@ -236,6 +238,7 @@ def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, plain=()):
         "reps": reps,
         "warmup": warmup,
         "plain": list(plain),
+        "platform": platform,
         "cpu": 10**6 if pin_cpu else None,  # not an allowed CPU: the child takes the last one
     }
     return call_child(work, job, timeout_s)

@@ -32,6 +32,7 @@ writes and the reads no relation prices) is charged once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -188,7 +189,23 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
     if rel.kind == "transpose":
         want = Candidate(tuple(rel.dims[d] for d in cv.minor_to_major))
         ns, why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "")
+        slower = cm.target.transpose.standalone
+        if slower != 1.0:
+            return (math.ceil(ns * slower),
+                    f"transpose moves data: {why}; x{slower:g}: a standalone transpose, "
+                    "slower than a copy doing the same movement")
         return ns, f"transpose moves data: {why}"
+    if rel.kind == "reshape" and cu.format == cv.format == "":
+        # XLA's form of a reshape that moves data: a copy of the operand to the default
+        # layout, then a bitcast (when that makes it one).
+        plain = cm.laid_out(rel.shape, Candidate(tuple(range(rel.shape.rank - 1, -1, -1))))
+        try:
+            via_copy = is_bitcast(plain, dst)
+        except HloError:
+            via_copy = False
+        if via_copy:
+            ns, why = cm.conversion(src, cu.format, plain, "")
+            return ns, f"reshape moves data: a copy to the default layout ({why}), then a bitcast"
     target = cm.target
     nbytes = physical_bytes(src, cu.format) + physical_bytes(dst, cv.format)
     ns = target.pass_ns(nbytes) * target.copies.factor * target.transpose.minor_moving

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from hlo.ir import ConvDimLabels, Instruction
 from hlo.shape import ArrayShape, default_layout, minor_to_major_from_major_to_minor
 from hlo.target import OpRule
+from hlo.tiling import physical_size_bytes
 from solver.layout_assignment.costs import FRACTAL_Z, NC1HWC0, Candidate, CostModel
 
 __all__ = ["Preference", "RuleView", "preference", "preferred_candidates", "rule_op"]
@@ -174,11 +175,35 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
             _, contracting = _dot_groups(instr, k)
             if contracting and set(cand.minor_to_major[: len(contracting)]) != set(contracting):
                 miss(rule, prefs[0], "contracting dims not most minor")
+        elif rule.kind == "reduction_minor":
+            if op == "reduce" and role == "operand":
+                extra = _slow_reduction(cm, instr, shape, here, rule)
+                if extra:
+                    total += extra
+                    reasons.append(f"the reduce's physically minor dim is "
+                                   f"{rule.params.get('slow')}, the slow form: "
+                                   f"+{rule.params.get('read_factor', 0)} pass(es) over the "
+                                   f"operand ({rule.note or rule.kind})")
         elif prefs and cand not in prefs:
             miss(rule, prefs[0], f"not {prefs[0]}")
     if not reasons:
         return None
     return Preference(total, hard, "; ".join(reasons))
+
+
+def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: ArrayShape,
+                    rule: OpRule) -> int:
+    """Extra ns of a reduce reading ``here`` when its most-minor non-trivial dim is ``kept``
+    or ``reduced`` as the rule's ``slow`` says."""
+    reduced = set(_dims(instr.attr("dimensions")))
+    order = [d for d in here.effective_layout().minor_to_major if shape.dims[d] != 1]
+    if not order or not reduced or len(reduced) == len(order) and set(order) <= reduced:
+        return 0
+    form = "reduced" if order[0] in reduced else "kept"
+    if form != rule.params.get("slow", "kept"):
+        return 0
+    factor = float(rule.params.get("read_factor", 0.0))
+    return int(factor * cm.target.pass_ns(physical_size_bytes(here)))
 
 
 def preferred_candidates_for_rule(cm: CostModel, instr: Instruction, role: str, k: int,
@@ -207,6 +232,13 @@ def preferred_candidates_for_rule(cm: CostModel, instr: Instruction, role: str, 
         if rule.kind == "dot_contracting_most_minor":
             return [_m2m([*batch, *free, *contracting])]
         return [_m2m([*batch, *contracting, *free]), _m2m([*batch, *free, *contracting])]
+    if op == "reduce" and rule.kind == "reduction_minor" and role == "operand":
+        reduced = list(_dims(instr.attr("dimensions")))
+        kept = [d for d in range(rank) if d not in reduced]
+        if not (reduced and kept):
+            return []
+        fast = [*kept, *reduced] if rule.params.get("slow", "kept") == "kept" else [*reduced, *kept]
+        return [_m2m(fast)]
     if op == "reduce" and rule.kind == "row_reduction" and role == "operand":
         reduced = _dims(instr.attr("dimensions"))
         size = 1

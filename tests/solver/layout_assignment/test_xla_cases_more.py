@@ -18,9 +18,13 @@ import pytest
 from conftest import shared_path
 from hlo.errors import LayoutError
 from hlo.parser import parse_module
+from hlo.target import load_target, read_target_file
 from solver.layout_assignment.assign import assign, score
 from solver.layout_assignment.options import AssignOptions
 from test_xla_cases import GENERIC, GPU, _copies, _instr, _mtm, _reads, _run
+
+#: The cpu numbers two propagation cases below were written for (see the file's header).
+CPU_NUMPY = load_target(read_target_file(Path(__file__).with_name("cpu_numpy.toml")))
 
 _HEADER_ECL = re.compile(r",\s*entry_computation_layout=.*$", re.S)
 
@@ -133,11 +137,11 @@ def test_operand_layout_propagation_reaches_the_elementwise_chain():
     the default order, so either the {2,3,1,0} divide.2 or the multiply feeding the
     convolution is transposed: we copy divide.2 and run the chain in {3,2,1,0}.
     XLA's layouts, completed with the same convolution copies, cost no less."""
-    r = _run(GENERIC, "PropagateOperandLayout", "cpu")
+    r = _run(GENERIC, "PropagateOperandLayout", CPU_NUMPY)
     assert _mtm(_instr(r, "subtract.15")[1].shape) == (3, 0, 2, 1)
     ours = (_mtm(_instr(r, "broadcast.46")[1].shape), _mtm(_instr(r, "subtract.14")[1].shape))
     if ours != ((2, 3, 1, 0), (2, 3, 1, 0)):
-        assert r.objective <= _score(_PROPAGATE_XLA, "cpu")
+        assert r.objective <= _score(_PROPAGATE_XLA, CPU_NUMPY)
 
 
 def test_gather_reshapes_take_the_requested_layouts():
@@ -224,13 +228,13 @@ def test_broadcast_feeding_a_transpose():
     """XLA lays the broadcast out {0,1,2} so that the transpose is a bitcast; the
     broadcast then writes its operand's dims in reverse order. We may pick another
     broadcast layout: whichever we pick costs no more than XLA's (asserted)."""
-    r = _run(GENERIC, "reconstructed_BroadcastAndTranspose", "cpu")
+    r = _run(GENERIC, "reconstructed_BroadcastAndTranspose", CPU_NUMPY)
     xla = _score("""HloModule xla
 ENTRY main {
   param = f32[3,4]{1,0} parameter(0)
   broadcast = f32[2,3,4]{0,1,2} broadcast(param), dimensions={1,2}
   ROOT transpose = f32[4,3,2]{2,1,0} transpose(broadcast), dimensions={2,1,0}
-}""", "cpu")
+}""", CPU_NUMPY)
     if _mtm(_instr(r, "broadcast")[1].shape) != (0, 1, 2):
         assert r.objective <= xla
     assert _copies(r) == []

@@ -1,0 +1,222 @@
+"""Does the cost model follow time? Layout variants of real modules, run in XLA:CPU.
+
+    python3 bench/fidelity.py --reps 5 --out bench/fidelity_results.json
+    python3 bench/fidelity.py --modules attention_fwd,gen_cnn_train --reps 3
+
+For every module (corpus modules whose XLA layouts the execution path runs, plus programs from
+``bench/programs/fidelity.py`` lowered by JAX here): the variants are XLA's own layouts
+(``after_layout``), ours (``assign`` on ``before_layout``), all-default, greedy and ``--random``
+random consistent assignments (``solver.layout_assignment.variants``). All run in one
+``run_modules`` call: the same inputs, one pinned CPU, interleaved rounds, XLA's layouts as the
+reference (run twice per round for the A/A noise). Every variant's outputs are compared with
+XLA's normal execution of the ``pre`` module (its whole pipeline).
+
+Per module: Kendall's tau between predicted cost (the target's model) and measured median,
+ours/XLA paired ratio and the predicted one (``1 + (cost_ours - cost_xla) / measured_xla``).
+Overall: tau pooled over all variants (predicted against measured ratio to XLA), how many
+modules ours is no slower (<= 1.02) / faster by 3 % or more, total time, sign agreement.
+``--compare-target FILE`` also scores the variants with another target (the old model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+SHARED = Path(os.environ.get("HLO_LAYOUT_SHARED", REPO.parent / "shared"))
+
+from hlo.equivalence import compare_values  # noqa: E402
+from hlo.parser import parse_module  # noqa: E402
+from service.layout_operations import model_cost  # noqa: E402
+from service.xla.execution import run_modules  # noqa: E402
+from service.xla.refusals import refusal_reason  # noqa: E402
+from solver.layout_assignment.assign import assign  # noqa: E402
+from solver.layout_assignment.options import AssignOptions  # noqa: E402
+from solver.layout_assignment.variants import layout_variants  # noqa: E402
+
+
+def kendall_tau(a: list[float], b: list[float]) -> float | None:
+    """Kendall's tau-b of two equally long sequences (None with fewer than 2 pairs)."""
+    n = len(a)
+    concordant = discordant = ties_a = ties_b = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            da, db = a[i] - a[j], b[i] - b[j]
+            if da == 0 and db == 0:
+                continue
+            if da == 0:
+                ties_a += 1
+            elif db == 0:
+                ties_b += 1
+            elif (da > 0) == (db > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    total = concordant + discordant
+    denominator = ((total + ties_a) * (total + ties_b)) ** 0.5
+    return None if denominator == 0 else (concordant - discordant) / denominator
+
+
+def _read(path: Path) -> str:
+    return gzip.open(path, "rt").read() if path.suffix == ".gz" else path.read_text()
+
+
+def _corpus_file(name: str, stage: str) -> Path:
+    plain = SHARED / "corpus" / f"{name}.{stage}.hlo"
+    return plain if plain.exists() else plain.with_suffix(".hlo.gz")
+
+
+def corpus_modules() -> list[str]:
+    names = sorted({p.name.split(".")[0] for p in (SHARED / "corpus").glob("*.after_layout.hlo*")})
+    return names
+
+
+def stages_of(name: str) -> tuple[str, str, str]:
+    """(pre, before_layout, after_layout) texts of a corpus module or a generated program."""
+    if name.startswith("gen_"):
+        from bench.programs.fidelity import PROGRAMS
+        from service.xla.stages import dump_stages
+
+        f, args = PROGRAMS[name]()
+        s = dump_stages(f, *args, name=name)
+        return s.pre, s.before_layout, s.after_layout
+    return tuple(_read(_corpus_file(name, stage))  # type: ignore[return-value]
+                 for stage in ("pre", "before_layout", "after_layout"))
+
+
+def measure_module(name: str, args, compare_target) -> dict:
+    pre_text, before_text, after_text = stages_of(name)
+    xla = parse_module(after_text, name)
+    reason = refusal_reason(xla)
+    if reason is not None:
+        return {"module": name, "skipped": reason}
+    before = parse_module(before_text, name)
+    options = AssignOptions(target=args.target, time_limit=args.time_limit)
+    began = time.perf_counter()
+    ours = assign(before, options)
+    assign_s = time.perf_counter() - began
+    variants = {"xla": xla, "ours": ours.module,
+                **layout_variants(before, options, count=args.random, seed=args.seed)}
+    labels = list(variants)
+    load_before = os.getloadavg()[0]
+    run = run_modules([*variants.items(), ("semantics", parse_module(pre_text, name))],
+                      reps=args.reps, warmup=1, seed=args.seed, plain={"semantics"})
+    load_after = os.getloadavg()[0]
+    semantics = run.executions[-1]
+    rows = {}
+    for k, label in enumerate(labels):
+        e = run.executions[k]
+        row = {"refusal": e.refusal, "median_ms": e.median_ms, "min_ms": e.min_ms,
+               "predicted_ns": model_cost(variants[label], args.target)}
+        if compare_target is not None:
+            row["predicted_ns_compare"] = model_cost(variants[label], compare_target)
+        if e.ran and semantics.ran:
+            diff, _, err = compare_values(tuple(semantics.outputs), tuple(e.outputs),
+                                          exact=False, rtol=run.rtol)
+            row["outputs_match"] = diff is None
+            row["difference"] = None if diff is None else str(diff)
+        ratio = run.ratio(k) if e.ran and run.executions[0].ran else None
+        row["ratio"] = None if ratio is None else ratio.to_json()
+        rows[label] = row
+    ran = [lab for lab in labels if rows[lab]["median_ms"] is not None]
+    xla_ms = rows["xla"]["median_ms"]
+    for label in ran:
+        row = rows[label]
+        if xla_ms and row["predicted_ns"] is not None and rows["xla"]["predicted_ns"] is not None:
+            row["predicted_ratio"] = 1 + (row["predicted_ns"] - rows["xla"]["predicted_ns"]) / (
+                xla_ms * 1e6)
+    tau = kendall_tau([rows[lab]["predicted_ns"] for lab in ran],
+                      [rows[lab]["median_ms"] for lab in ran]) if len(ran) > 2 else None
+    out = {"module": name, "variants": rows, "tau": tau, "assign_s": round(assign_s, 2),
+           "status": ours.status, "noise": run.noise().to_json() if run.noise() else None,
+           "semantics_refusal": semantics.refusal, "load": [load_before, load_after]}
+    if compare_target is not None and len(ran) > 2:
+        out["tau_compare"] = kendall_tau([rows[lab]["predicted_ns_compare"] for lab in ran],
+                                         [rows[lab]["median_ms"] for lab in ran])
+    return out
+
+
+def summarize(results: list[dict]) -> dict:
+    done = [r for r in results if "variants" in r and r["variants"]["ours"]["ratio"]]
+    pred, meas, taus, taus_compare = [], [], [], []
+    for r in done:
+        for label, row in r["variants"].items():
+            if row.get("ratio") and row.get("predicted_ratio") is not None:
+                pred.append(row["predicted_ratio"])
+                meas.append(row["ratio"]["median"])
+        if r["tau"] is not None:
+            taus.append(r["tau"])
+        if r.get("tau_compare") is not None:
+            taus_compare.append(r["tau_compare"])
+    ours = [r["variants"]["ours"] for r in done]
+    differ = [o for r, o in zip(done, ours)
+              if o["predicted_ns"] != r["variants"]["xla"]["predicted_ns"]]
+    agree = total = 0
+    for o in ours:
+        p, m = o.get("predicted_ratio"), o["ratio"]["median"]
+        if p is None or (abs(p - 1) <= 0.03 and abs(m - 1) <= 0.03):
+            continue
+        total += 1
+        agree += (p - 1) * (m - 1) > 0
+    return {
+        "modules_measured": len(done),
+        "modules_skipped": [(r["module"], r["skipped"]) for r in results if "skipped" in r],
+        "tau_overall": kendall_tau(pred, meas),
+        "tau_mean": sum(taus) / len(taus) if taus else None,
+        "tau_mean_compare": sum(taus_compare) / len(taus_compare) if taus_compare else None,
+        "ours_no_slower": sum(o["ratio"]["median"] <= 1.02 for o in ours),
+        "ours_differ_from_xla": len(differ),
+        "ours_faster_3pct_where_differ": sum(o["ratio"]["median"] <= 0.97 for o in differ),
+        "total_ms_ours": sum(o["median_ms"] for o in ours),
+        "total_ms_xla": sum(r["variants"]["xla"]["median_ms"] for r in done),
+        "sign_agreement": f"{agree}/{total}",
+        "outputs_all_match": all(row.get("outputs_match", True) for r in done
+                                 for row in r["variants"].values() if row["median_ms"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--modules", default="", help="comma-separated (default: all)")
+    parser.add_argument("--target", default="cpu")
+    parser.add_argument("--compare-target", default=None)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--random", type=int, default=5)
+    parser.add_argument("--time-limit", type=float, default=5.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    from bench.programs.fidelity import PROGRAMS
+
+    names = args.modules.split(",") if args.modules else corpus_modules() + list(PROGRAMS)
+    compare = None
+    if args.compare_target:
+        from hlo.target import load_target, read_target_file
+        compare = load_target(read_target_file(Path(args.compare_target)))
+    results = []
+    for name in names:
+        began = time.perf_counter()
+        try:
+            result = measure_module(name, args, compare)
+        except Exception as exc:  # a benchmark row, not a crash: say what failed
+            result = {"module": name, "skipped": f"{type(exc).__name__}: {exc}"[:300]}
+        results.append(result)
+        ours = result.get("variants", {}).get("ours", {})
+        print(f"{name}: {time.perf_counter() - began:.1f} s, tau {result.get('tau')}, "
+              f"ours/xla {(ours.get('ratio') or {}).get('median')}, "
+              f"predicted {ours.get('predicted_ratio')} {result.get('skipped', '')}", flush=True)
+    summary = summarize(results)
+    print(json.dumps(summary, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps({"summary": summary, "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The calibration microbenchmarks: small laid-out HLO modules, grouped by their parameters.
+
+Every module of a :class:`Group` takes the same parameters, so one
+:func:`~service.xla.execution.run_modules` call times them all on shared inputs, interleaved.
+Each module is one :class:`Bench`: its ``kind`` (what the fit uses it for) and ``bytes`` (the
+x of the fit: bytes one pass over the operand moves).
+
+Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
+
+- ``base``: a 1-element slice, the fixed cost of running a module;
+- ``copy``: a copy to the same layout (one read + one write);
+- ``copy_minor``: a copy to ``{0,1}`` (moves the minor dim);
+- ``copy_major``: 3-D ``[a,b,c]{2,1,0}`` copied to ``{2,0,1}`` (only major dims move);
+- ``transpose``: a standalone ``transpose`` writing row-major (moves the minor dim);
+- ``reduce_minor``: a sum over dim 1 (the reduced dim is minor: a row reduction);
+- ``reduce_major``: a sum over dim 0 (the kept dim is minor);
+- ``add_same`` / ``add_mixed``: ``add`` of two operands in the same / other layouts;
+- ``dot_nn`` / ``dot_tn`` / ``dot_nt``: a square dot with row-major operands, or the lhs/rhs
+  column-major;
+- ``slice``, ``concatenate``, ``pad``, ``broadcast``, ``bitcast_reshape``: recorded, not fitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hlo.parser import parse_module
+from hlo.ir import Module
+
+#: (rows, cols) from cache-resident to DRAM (f32: 64 KiB, 1 MiB, 16 MiB).
+SIZES = ((128, 128), (512, 512), (2048, 2048))
+DTYPES = ("f32", "bf16", "s8", "pred")
+_BYTES = {"f32": 4, "bf16": 2, "s8": 1, "pred": 1}
+_ZERO = {"f32": "0", "bf16": "0", "s8": "0", "pred": "false"}
+_ADD = {"pred": "or"}
+
+
+@dataclass(frozen=True, slots=True)
+class Bench:
+    kind: str
+    label: str
+    module: Module
+    bytes: int
+    dtype: str
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Modules with the same parameters; the first is the reference of the paired ratios."""
+
+    name: str
+    benches: tuple[Bench, ...]
+
+
+def _module(name: str, params: list[str], body: list[str], result: str,
+            computations: str = "") -> Module:
+    header = f"HloModule {name}, entry_computation_layout={{({', '.join(params)})->{result}}}"
+    lines = [header, computations, f"ENTRY %main {{", *[f"  {line}" for line in body], "}", ""]
+    return parse_module("\n".join(lines), name)
+
+
+def _reducer(t: str) -> str:
+    op = _ADD.get(t, "add")
+    return (f"%sum {{\n  %a = {t}[] parameter(0)\n  %b = {t}[] parameter(1)\n"
+            f"  ROOT %s = {t}[] {op}(%a, %b)\n}}\n")
+
+
+def matrix_group(t: str, n: int, m: int) -> Group:
+    """Single-operand benchmarks on ``t[n,m]{1,0}``."""
+    p = f"{t}[{n},{m}]{{1,0}}"
+    nbytes = n * m * _BYTES[t]
+    param = f"%p = {p} parameter(0)"
+    zero = f"%z = {t}[] constant({_ZERO[t]})"
+    mods = {
+        "copy": ([param, f"ROOT %c = {p} copy(%p)"], p),
+        "copy_minor": ([param, f"ROOT %c = {t}[{n},{m}]{{0,1}} copy(%p)"], f"{t}[{n},{m}]{{0,1}}"),
+        "transpose": ([param, f"ROOT %t = {t}[{m},{n}]{{1,0}} transpose(%p), dimensions={{1,0}}"],
+                      f"{t}[{m},{n}]{{1,0}}"),
+        "reduce_minor": ([param, zero, f"ROOT %r = {t}[{n}]{{0}} reduce(%p, %z), dimensions={{1}}, "
+                          "to_apply=%sum"], f"{t}[{n}]{{0}}"),
+        "reduce_major": ([param, zero, f"ROOT %r = {t}[{m}]{{0}} reduce(%p, %z), dimensions={{0}}, "
+                          "to_apply=%sum"], f"{t}[{m}]{{0}}"),
+        "base": ([param, f"ROOT %s = {t}[1,1]{{1,0}} slice(%p), slice={{[0:1], [0:1]}}"],
+                 f"{t}[1,1]{{1,0}}"),
+        "slice": ([param, f"ROOT %s = {t}[{n // 2},{m}]{{1,0}} slice(%p), "
+                   f"slice={{[0:{n // 2}], [0:{m}]}}"], f"{t}[{n // 2},{m}]{{1,0}}"),
+        "concatenate": ([param, f"ROOT %c = {t}[{2 * n},{m}]{{1,0}} concatenate(%p, %p), "
+                         "dimensions={0}"], f"{t}[{2 * n},{m}]{{1,0}}"),
+        "pad": ([param, zero, f"ROOT %q = {t}[{n + 2},{m + 2}]{{1,0}} pad(%p, %z), "
+                 "padding=1_1x1_1"], f"{t}[{n + 2},{m + 2}]{{1,0}}"),
+        "broadcast": ([param, f"ROOT %b = {t}[2,{n},{m}]{{2,1,0}} broadcast(%p), "
+                       "dimensions={1,2}"], f"{t}[2,{n},{m}]{{2,1,0}}"),
+        "bitcast_reshape": ([param, f"%b = {t}[{n * m}]{{0}} bitcast(%p)",
+                             f"ROOT %c = {t}[{n * m}]{{0}} copy(%b)"], f"{t}[{n * m}]{{0}}"),
+    }
+    benches = []
+    for kind, (body, result) in mods.items():
+        label = f"{kind}_{t}_{n}x{m}"
+        comps = _reducer(t) if kind.startswith("reduce") else ""
+        benches.append(Bench(kind, label, _module(label, [p], body, result, comps), nbytes, t))
+    return Group(f"{t}[{n},{m}]", tuple(benches))
+
+
+def major_group(t: str, n: int, m: int) -> Group:
+    """A 3-D copy that permutes only major dims, against a plain copy of the same array."""
+    a, b, c = 4, n // 4, m
+    p = f"{t}[{a},{b},{c}]{{2,1,0}}"
+    nbytes = a * b * c * _BYTES[t]
+    base = f"{t}[1,1,1]{{2,1,0}}"
+    benches = [Bench("base", f"base3d_{t}_{n}x{m}", _module(
+        f"base3d_{t}_{n}x{m}", [p], [f"%p = {p} parameter(0)",
+                                     f"ROOT %s = {base} slice(%p), slice={{[0:1], [0:1], [0:1]}}"],
+        base), nbytes, t)]
+    for kind, layout in (("copy", "{2,1,0}"), ("copy_major", "{2,0,1}")):
+        label = f"{kind}3d_{t}_{n}x{m}"
+        body = [f"%p = {p} parameter(0)", f"ROOT %c = {t}[{a},{b},{c}]{layout} copy(%p)"]
+        module = _module(label, [p], body, f"{t}[{a},{b},{c}]{layout}")
+        benches.append(Bench(kind if kind == "copy_major" else "copy3d", label, module, nbytes, t))
+    return Group(f"{t}[{a},{b},{c}]", tuple(benches))
+
+
+def binary_group(t: str, n: int) -> Group:
+    """``add`` and ``dot`` of two ``[n,n]`` operands, row-major or with one column-major."""
+    row, col = f"{t}[{n},{n}]{{1,0}}", f"{t}[{n},{n}]{{0,1}}"
+    nbytes = n * n * _BYTES[t]
+    one = f"{t}[1,1]{{1,0}}"
+    out = [Bench("base", f"base2_{t}_{n}", _module(
+        f"base2_{t}_{n}", [row, row], [f"%a = {row} parameter(0)", f"%b = {row} parameter(1)",
+                                        f"ROOT %s = {one} slice(%a), slice={{[0:1], [0:1]}}"],
+        one), nbytes, t)]
+    for kind, (l0, l1) in (("add_same", (row, row)), ("add_mixed", (row, col)),
+                           ("dot_nn", (row, row)), ("dot_tn", (col, row)), ("dot_nt", (row, col))):
+        label = f"{kind}_{t}_{n}"
+        op = (f"dot(%a, %b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}"
+              if kind.startswith("dot") else "add(%a, %b)")
+        body = [f"%a = {l0} parameter(0)", f"%b = {l1} parameter(1)", f"ROOT %r = {row} {op}"]
+        out.append(Bench(kind, label, _module(label, [l0, l1], body, row), nbytes, t))
+    return Group(f"{t}[{n},{n}]x2", tuple(out))
+
+
+def groups(quick: bool = False) -> list[Group]:
+    """Every group, smallest first; ``quick``: one dtype and the two smaller sizes."""
+    sizes = SIZES[:2] if quick else SIZES
+    dtypes = DTYPES[:1] if quick else DTYPES
+    out = [matrix_group(t, n, m) for t in dtypes for n, m in sizes]
+    out += [major_group("f32", n, m) for n, m in sizes]
+    out += [binary_group("f32", n) for n in (256, 512)[: 1 if quick else 2]]
+    return out

@@ -1,0 +1,74 @@
+"""The target file a calibration writes: the ``cpu`` target with the fitted coefficients, the
+machine and date it was measured on, and every measurement as a comment."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from service.calibration.fit import CACHE_BYTES
+from service.calibration.run import Calibration
+
+_TEMPLATE = '''# {platform}: calibrated by `hlo-layout calibrate --platform {platform}` through XLA's own
+# execution path (the module run as written, one pinned CPU, {reps} interleaved rounds).
+# Machine: {machine}. Date: {date}. Load average then: {load}.
+name = "{platform}"
+description = "Host CPU through XLA:CPU: untiled default layouts, Eigen dot/convolution"
+memory_bandwidth_gb_per_s = {c.bandwidth_gb_per_s}
+cache_bytes = {cache_bytes}
+cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
+layout_family = "row_major"
+tileable_minor_dims = 0
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster). {n} samples."
+
+[transpose]
+minor_moving = {c.minor_moving}
+major_only = {c.major_only}
+uncoalesced = {c.minor_moving}
+standalone = {c.standalone}
+note = "Slopes of XLA:CPU copy and transpose times against bytes, relative to a plain copy."
+
+[copies]
+factor = 1.0
+fixed_ns = {c.fixed_ns}
+padding_counts = true
+
+[[op_rules]]
+op = "dot"
+kind = "default_layout"
+hard = false
+note = "Eigen expects default (row-major) operands; other layouts are transposed internally."
+
+[[op_rules]]
+op = "convolution"
+kind = "default_layout"
+hard = false
+note = "Eigen convolutions want default layouts."
+
+[[op_rules]]
+op = "reduce"
+kind = "reduction_minor"
+hard = false
+params = {{ slow = "{c.reduce_slow}", read_factor = {c.reduce_read_factor} }}
+note = "XLA:CPU's unfused reduce runs one of the two forms (minor dim kept or reduced) slower."
+'''
+
+
+def target_toml(calibration: Calibration) -> str:
+    """The TOML text (it loads as a target: the CLI checks that before writing it)."""
+    c = calibration.coefficients
+    load = ", ".join(f"{x:g}" for x in calibration.load_average)
+    text = _TEMPLATE.format(platform=calibration.platform, reps=calibration.reps,
+                            machine=calibration.machine, date=calibration.date, load=load,
+                            load1=calibration.load_average[0], c=c, n=c.samples,
+                            cache_bytes=CACHE_BYTES)
+    return text + "\n" + _measurements(calibration)
+
+
+def _measurements(calibration: Calibration) -> str:
+    """Every measurement, ns per byte of operand by kind and dtype, one comment line each."""
+    rows: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for m in calibration.measured:
+        rows[(m.kind, m.dtype)].append(f"{m.bytes}B {m.median_ms:.4f}ms")
+    lines = ["# Measured medians (module time; the fit subtracts the fastest base module):"]
+    lines += [f"#   {kind:<16} {dtype:<5} " + ", ".join(v) for (kind, dtype), v in sorted(rows.items())]
+    return "\n".join(lines) + "\n"

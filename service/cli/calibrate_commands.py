@@ -1,0 +1,56 @@
+"""``calibrate``: fit the cost model's coefficients to times measured in XLA and write a target.
+
+Exit codes: 0 written; 2 jax missing, a backend jax cannot reach, or a microbenchmark that
+does not run (the reason is printed).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from hlo.target import TargetError, load_target, read_target_file
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("calibrate")
+    def calibrate_command(
+        platform: str = typer.Option("cpu", "--platform", help="jax backend to measure on."),
+        out: Path | None = typer.Option(None, "-o", "--out", help="Write the target TOML here."),
+        reps: int = typer.Option(7, "--reps", min=1, help="Timed rounds per microbenchmark."),
+        quick: bool = typer.Option(False, "--quick", help="f32 and the two smaller sizes only."),
+        as_json: bool = typer.Option(False, "--json", help="Print coefficients and samples."),
+    ) -> None:
+        """Run the microbenchmarks in XLA, fit the coefficients, write the target file."""
+        from service.calibration.run import calibrate
+        from service.calibration.target_file import target_toml
+        from service.xla.errors import XlaError
+
+        try:
+            result = calibrate(platform=platform, reps=reps, quick=quick,
+                               progress=lambda name: typer.echo(f"measuring {name}", err=True))
+        except XlaError as err:
+            typer.echo(f"error: {err.message}", err=True)
+            raise typer.Exit(code=2) from None
+        text = target_toml(result)
+        if out is not None:
+            out.write_text(text)
+            try:
+                load_target(read_target_file(out))
+            except TargetError as err:  # a defect: the file we wrote must load
+                typer.echo(f"{out}: error: {err.message}", err=True)
+                raise typer.Exit(code=2) from None
+        if as_json:
+            typer.echo(json.dumps({
+                "platform": result.platform, "machine": result.machine, "date": result.date,
+                "load_average": list(result.load_average),
+                "coefficients": {k: getattr(result.coefficients, k)
+                                 for k in result.coefficients.__slots__},
+                "measured": [{"label": m.label, "kind": m.kind, "dtype": m.dtype,
+                              "bytes": m.bytes, "median_ms": m.median_ms, "own_ns": m.own_ns}
+                             for m in result.measured],
+            }, indent=1))
+        elif out is None:
+            typer.echo(text, nl=False)

@@ -1,0 +1,89 @@
+"""The calibration fit recovers known coefficients from synthetic measurements."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from service.calibration.fit import FitError, Sample, fit
+
+TRUE = {"bandwidth": 12.5, "fixed": 800.0, "minor": 3.5, "major": 1.25, "standalone": 4.0,
+        "read": 0.45, "row": 0.09}
+
+
+def synthetic(noise: float = 0.0, seed: int = 0) -> list[Sample]:
+    rng = np.random.default_rng(seed)
+    per_byte = 1.0 / TRUE["bandwidth"]
+    cost = {
+        "copy": lambda x: TRUE["fixed"] + 2 * x * per_byte,
+        "copy3d": lambda x: TRUE["fixed"] + 2 * x * per_byte,
+        "copy_minor": lambda x: TRUE["fixed"] + 2 * x * per_byte * TRUE["minor"],
+        "copy_major": lambda x: TRUE["fixed"] + 2 * x * per_byte * TRUE["major"],
+        "transpose": lambda x: TRUE["fixed"] + 2 * x * per_byte * TRUE["minor"] * TRUE["standalone"],
+        "reduce_minor": lambda x: x * TRUE["row"],
+        "reduce_major": lambda x: x * (TRUE["row"] + TRUE["read"] * per_byte),
+    }
+    out = []
+    for kind, f in cost.items():
+        for x in (65536, 1 << 20, 1 << 24):
+            out.append(Sample(kind, x, f(x) * (1 + noise * rng.standard_normal())))
+    return out
+
+
+def test_exact_samples_give_the_coefficients_back():
+    c = fit(synthetic())
+    assert c.bandwidth_gb_per_s == pytest.approx(TRUE["bandwidth"])
+    assert c.cache_bandwidth_gb_per_s == pytest.approx(TRUE["bandwidth"])
+    assert c.fixed_ns == pytest.approx(TRUE["fixed"])
+    assert c.minor_moving == pytest.approx(TRUE["minor"])
+    assert c.major_only == pytest.approx(TRUE["major"])
+    assert c.standalone == pytest.approx(TRUE["standalone"])
+    assert c.reduce_read_factor == pytest.approx(TRUE["read"])
+    assert c.reduce_slow == "kept"
+
+
+def test_a_slower_row_reduction_is_the_slow_form():
+    swapped = [Sample({"reduce_minor": "reduce_major", "reduce_major": "reduce_minor"}.get(
+        s.kind, s.kind), s.bytes, s.ns) for s in synthetic()]
+    c = fit(swapped)
+    assert c.reduce_slow == "reduced"
+    assert c.reduce_read_factor == pytest.approx(TRUE["read"])
+
+
+def test_noisy_samples_give_them_back_within_the_noise():
+    c = fit(synthetic(noise=0.02, seed=4))
+    assert c.bandwidth_gb_per_s == pytest.approx(TRUE["bandwidth"], rel=0.06)
+    assert c.minor_moving == pytest.approx(TRUE["minor"], rel=0.08)
+    assert c.standalone == pytest.approx(TRUE["standalone"], rel=0.1)
+
+
+def test_a_missing_kind_is_an_error_naming_it():
+    with pytest.raises(FitError, match="'transpose'"):
+        fit([s for s in synthetic() if s.kind != "transpose"])
+
+
+def test_cache_resident_copies_give_the_cache_bandwidth():
+    samples = [s for s in synthetic() if s.kind != "copy"]
+    for x, gb_per_s in ((65536, 40.0), (1 << 20, 40.0), (1 << 24, 10.0)):
+        samples.append(Sample("copy", x, TRUE["fixed"] + 2 * x / gb_per_s))
+    c = fit(samples)
+    assert c.cache_bandwidth_gb_per_s == pytest.approx(40.0, rel=0.02)
+    assert c.bandwidth_gb_per_s < 12.0
+
+
+def test_the_written_target_file_loads_and_carries_the_coefficients(tmp_path):
+    from hlo.target import load_target, read_target_file
+    from service.calibration.run import Calibration, Measured
+    from service.calibration.target_file import target_toml
+
+    c = fit(synthetic()).rounded()
+    calibration = Calibration("cpu", "test machine", "2026-01-01 00:00 UTC", (1.0, 2.0, 3.0), 5, c,
+                              (Measured("copy_f32", "copy", "f32", 65536, 0.01, 5000.0),))
+    path = tmp_path / "cpu.toml"
+    path.write_text(target_toml(calibration))
+    target = load_target(read_target_file(path))
+    assert target.memory_bandwidth_gb_per_s == c.bandwidth_gb_per_s
+    assert target.transpose.standalone == c.standalone
+    assert "test machine" in target.calibration and "2026-01-01" in target.calibration
+    rule = next(r for r in target.op_rules if r.kind == "reduction_minor")
+    assert rule.params == {"slow": c.reduce_slow, "read_factor": c.reduce_read_factor}
