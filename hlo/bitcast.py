@@ -27,7 +27,7 @@ import numpy as np
 
 from hlo.errors import LayoutError
 from hlo.shape import ArrayShape, Layout
-from hlo.tiling import element_storage_bits, physical_element_count, physical_offsets
+from hlo.tiling import element_storage_bits, offset_terms, physical_element_count, physical_offsets
 
 
 # ---------------------------------------------------------------------------
@@ -115,7 +115,31 @@ def transpose_is_bitcast(src: ArrayShape, dst: ArrayShape, dimensions: Sequence[
         return expected == _physical_order(src.dims, sl)
     if physical_element_count(src) != physical_element_count(dst):
         return False
+    separable = _per_dim_offsets(src)
+    if separable is not None:
+        target = _per_dim_offsets(dst)
+        if target is not None:  # both sums of one function per dim: compare dim by dim
+            return separable[0] == target[0] and all(
+                np.array_equal(separable[1][d], target[1][k]) for k, d in enumerate(dimensions)
+            )
     return bool(np.array_equal(physical_offsets(src).transpose(dimensions), physical_offsets(dst)))
+
+
+def _per_dim_offsets(shape: ArrayShape) -> tuple[int, list[np.ndarray]] | None:
+    """(offset of element 0, per dim the offset added along it) when the offset is such a sum."""
+    terms = offset_terms(shape)
+    if any(len(key) > 1 for key in terms):
+        return None
+    base = 0
+    per_dim = [np.zeros(d, dtype=np.int64) for d in shape.dims]
+    for key, term in terms.items():
+        if not key:
+            base += int(term.reshape(-1)[0])
+            continue
+        line = term.reshape(-1)
+        base += int(line[0])
+        per_dim[key[0]] = per_dim[key[0]] + (line - line[0])
+    return base, per_dim
 
 
 def transpose_output_layout_for_bitcast(src: ArrayShape, dimensions: Sequence[int]) -> Layout:

@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from hlo.errors import HloError
-from hlo.interpreter import evaluate
+from hlo.interpreter import DEFAULT_MEMORY_LIMIT, evaluate
+from hlo.interpreter.budget import check_memory
 from hlo.interpreter.values import TOKEN, InterpretError, Value, element_type_of
 from hlo.ir import Module
 from hlo.random_inputs import random_arguments, random_value
@@ -313,8 +314,9 @@ def _widest_roundoff(*modules: Module) -> float:
 class _Shadow:
     """The original's f64 shadow, built on first use; ``failure`` says why it could not run."""
 
-    def __init__(self, original: Module, rewritten: Module, seed: int) -> None:
+    def __init__(self, original: Module, rewritten: Module, seed: int, memory_limit: int) -> None:
         self.original, self.rewritten, self.seed = original, rewritten, seed
+        self.memory_limit = memory_limit
         self.module: Module | None = None
         self.failure: str | None = None
 
@@ -324,9 +326,9 @@ class _Shadow:
                 if self.module is None:
                     self.module = promote_floats(self.original)
                 wide = [_promote_value(a) for a in args]
-                shadow = evaluate(self.module, wide)
+                shadow = evaluate(self.module, wide, memory_limit=self.memory_limit)
                 noisy = tuple(
-                    evaluate(self.module, wide, perturb=Perturbation.of(
+                    evaluate(self.module, wide, memory_limit=self.memory_limit, perturb=Perturbation.of(
                         self.original, np.random.default_rng([self.seed, trial, 1 + j])))
                     for j in range(NOISY_RUNS)
                 )
@@ -345,26 +347,42 @@ def _promote_value(value: Value) -> Value:
 
 
 def compare_modules(
-    original: Module, rewritten: Module, *, seed: int = 0, trials: int = 1, exact: bool = False
+    original: Module, rewritten: Module, *, seed: int = 0, trials: int = 1, exact: bool = False,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
 ) -> EquivalenceReport:
     """Run both modules on the same random inputs and judge every output element (module docstring).
 
     Raises :class:`InterpretError` when the modules cannot be compared (different
-    parameter shapes) or cannot be executed.
+    parameter shapes) or cannot be executed, and :class:`MemoryBudgetError` before any input is
+    drawn when either module's buffers may exceed ``memory_limit`` bytes.
     """
+    check_memory(original, memory_limit)
+    check_memory(rewritten, memory_limit)
+    try:
+        return _compare(original, rewritten, seed, trials, exact, memory_limit)
+    except MemoryError:
+        raise InterpretError(
+            f"this machine ran out of memory running the modules (memory budget {memory_limit} bytes): "
+            "lower the budget to be refused before allocating"
+        ) from None
+
+
+def _compare(
+    original: Module, rewritten: Module, seed: int, trials: int, exact: bool, memory_limit: int
+) -> EquivalenceReport:
     if _signature(original) != _signature(rewritten):
         raise InterpretError(
             f"entry parameters differ: ({', '.join(_signature(original))}) vs "
             f"({', '.join(_signature(rewritten))})"
         )
     verifier, violations = _verify(rewritten)
-    shadow = _Shadow(original, rewritten, seed)
+    shadow = _Shadow(original, rewritten, seed, memory_limit)
     tally = _Tally()
     all_exact = True
     for trial in range(trials):
         args = random_arguments(original, np.random.default_rng([seed, trial]))
-        want = evaluate(original, args)
-        got = evaluate(rewritten, args)
+        want = evaluate(original, args, memory_limit=memory_limit)
+        got = evaluate(rewritten, args, memory_limit=memory_limit)
         if compare_values(want, got, exact=True, trial=trial, tally=_Tally()) is None:
             tally.elements += _count(want)
             continue

@@ -54,6 +54,30 @@ def element_bits(element_type: str) -> int:
         raise LayoutError(f"unknown element type '{element_type}'") from None
 
 
+#: The largest byte size of an array: XLA's shape validation requires the element count, and that
+#: count times the element's byte width, to fit in int64 (``ShapeUtil::ValidateShape``: "size may
+#: overflow int64_t"); every size and cost computed from such a shape then fits too.
+MAX_ARRAY_BYTES: Final[int] = 2**63 - 1
+
+
+def _check_size(shape: ArrayShape) -> None:
+    """Reject ``shape`` when its element count or byte size would overflow int64, as XLA does.
+
+    Bounded dynamic dims count at their bound; unbounded ones (``?``) are skipped. The byte width of
+    a sub-byte type is one byte here, as in XLA's check.
+    """
+    count = 1
+    for i, d in enumerate(shape.dims):
+        if d == UNBOUNDED and shape.is_dynamic(i):
+            continue
+        count *= d
+    width = max(1, (element_bits(shape.element_type) + 7) // 8)
+    if count > MAX_ARRAY_BYTES or count * width > MAX_ARRAY_BYTES:
+        dims = ",".join(str(d) for d in shape.dims)
+        raise LayoutError(f"shape {shape.element_type}[{dims}] size may overflow int64 "
+                          f"({count} elements of {width} byte(s); at most {MAX_ARRAY_BYTES} bytes)")
+
+
 # ---------------------------------------------------------------------------
 # Layout properties
 # ---------------------------------------------------------------------------
@@ -247,6 +271,7 @@ class ArrayShape:
                 continue
             if d < 0:
                 raise LayoutError(f"dimension {i} of {self.element_type} has negative size {d}")
+        _check_size(self)
         if self.layout is not None and self.layout.rank != len(self.dims):
             raise LayoutError(
                 f"Dimensions size is {len(self.dims)}, but minor to major size is "

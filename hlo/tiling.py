@@ -300,6 +300,28 @@ def physical_offsets(shape: ArrayShape) -> np.ndarray:
     an array ``x`` is ``buf[physical_offsets(s)] = x`` over a buffer of
     :func:`physical_element_count` elements.
     """
+    terms = offset_terms(shape)
+    if shape.element_count > MAX_OFFSET_ELEMENTS:
+        raise LayoutError(
+            f"{shape.dims_text()} has {shape.element_count} elements: too many to list every "
+            f"element's offset (at most {MAX_OFFSET_ELEMENTS})"
+        )
+    out = np.zeros(shape.dims, dtype=np.int64)
+    for term in terms.values():
+        out += term
+    return out
+
+
+#: Largest array whose offsets :func:`physical_offsets` lists element by element (1 GiB of int64).
+MAX_OFFSET_ELEMENTS = 2**27
+
+
+def offset_terms(shape: ArrayShape) -> dict[tuple[int, ...], np.ndarray]:
+    """The linear position as a sum of terms, keyed by the logical dims each term depends on.
+
+    Each term broadcasts against the logical dims (size 1 along the dims it does not depend on),
+    so the terms stay small even for huge arrays: ``physical_offsets(s)`` is their sum.
+    """
     plan = tiling_plan(shape)
     dims = shape.dims
     rank = len(dims)
@@ -319,10 +341,7 @@ def physical_offsets(shape: ArrayShape) -> np.ndarray:
         term = np.asarray(c, dtype=np.int64) * stride
         key = tuple(i for i, n in enumerate(term.shape) if n != 1)
         partial[key] = partial[key] + term if key in partial else term
-    out = np.zeros(dims, dtype=np.int64)
-    for term in partial.values():
-        out += term
-    return out
+    return partial
 
 
 def dense_strides(shape: ArrayShape) -> tuple[int, ...] | None:

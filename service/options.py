@@ -111,6 +111,8 @@ class VerifyOptions:
 
     seed: Annotated[int, Ge(0), Le(2**31 - 1)] = 0
     trials: Annotated[int, Ge(1), Le(64)] = 3
+    #: The interpreter refuses modules whose buffers may exceed this (MiB); a server caps it.
+    memory_limit_mb: Annotated[int, Ge(1), Le(2**30)] = 4096
 
 
 @_STRICT

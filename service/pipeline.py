@@ -78,6 +78,7 @@ class FailureType(str, enum.Enum):
     # a ``bitcast`` in a module without layouts: its meaning depends on the layouts being chosen
     LAYOUT_DEPENDENT_BITCAST = "layout_dependent_bitcast"
     INFEASIBLE = "infeasible"  # no layout assignment meets the target's hard rules
+    TOO_LARGE = "too_large"  # the module's buffers exceed the interpreter's memory budget
     NOT_AVAILABLE = "not_available"  # the operation is not part of this build
     TIMEOUT = "timeout"  # the work ran past its wall-clock limit and was stopped
     WORKER_CRASHED = "worker_crashed"  # the process doing the work died
@@ -95,6 +96,7 @@ DETERMINISTIC_FAILURES = frozenset(
         FailureType.LAYOUT_ERROR,
         FailureType.LAYOUT_DEPENDENT_BITCAST,
         FailureType.INFEASIBLE,
+        FailureType.TOO_LARGE,
     }
 )
 
@@ -323,7 +325,10 @@ def _verify_structure(module: Any, field_name: str = "hlo") -> None:
 
 def failure_type_of(exc: Exception) -> FailureType:
     from hlo.errors import LayoutError, ParseError
+    from hlo.interpreter import MemoryBudgetError
 
+    if isinstance(exc, MemoryBudgetError):
+        return FailureType.TOO_LARGE
     if isinstance(exc, ParseError):
         return FailureType.PARSE_ERROR
     if isinstance(exc, LayoutError):
@@ -399,7 +404,8 @@ def _verify(request: VerifyRequest) -> Produced:
     _verify_structure(rewritten, "rewritten")
     try:
         comparison = compare_modules(
-            original, rewritten, seed=request.options.seed, trials=request.options.trials
+            original, rewritten, seed=request.options.seed, trials=request.options.trials,
+            memory_limit=request.options.memory_limit_mb * 2**20,
         )
     except HloError as exc:
         raise OperationFailed(hlo_failure(exc, failure_type_of(exc), "rewritten")) from exc

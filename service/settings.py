@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     auth_token: SecretStr | None = Field(
         None, description="When set, /v1 routes require 'Authorization: Bearer <token>'."
     )
+    max_interpreter_memory_mb: Annotated[int, Field(ge=1, le=2**30)] = Field(
+        4096,
+        description="Cap on the buffers the reference interpreter may hold for one verify (MiB); "
+        "a larger module is refused with 413 before anything is allocated.",
+    )
     max_batch_modules: Annotated[int, Field(ge=1)] = 1000
     batches_kept: Annotated[int, Field(ge=1)] = Field(
         64, description="Finished batch jobs kept in memory for GET /v1/batches/{id}."

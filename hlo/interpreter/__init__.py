@@ -42,12 +42,15 @@ from hlo.interpreter import (  # noqa: F401  (registers the handlers)
     sort,
 )
 from hlo.interpreter.async_ops import PEER_OPCODES, register_async_sugar
+from hlo.interpreter.budget import DEFAULT_MEMORY_LIMIT, MemoryBudgetError, check_memory
 from hlo.interpreter.machine import HANDLERS, Machine
 from hlo.interpreter.participants import Exchange, Participant, PeerFailure, World
 from hlo.interpreter.values import TOKEN, InterpretError, Value, dtype_of
 from hlo.ir import Instruction, Module
 
 __all__ = [
+    "DEFAULT_MEMORY_LIMIT",
+    "MemoryBudgetError",
     "PEER_OPCODES",
     "TOKEN",
     "InterpretError",
@@ -63,12 +66,19 @@ register_async_sugar()
 
 
 def evaluate(
-    module: Module, args: Sequence[Value], *, perturb: Callable[[Machine, Instruction, list[Value], Value], Value] | None = None
+    module: Module,
+    args: Sequence[Value],
+    *,
+    perturb: Callable[[Machine, Instruction, list[Value], Value], Value] | None = None,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
 ) -> Value:
     """Run ``module``'s entry computation on ``args`` (logical arrays, tuples).
 
     ``perturb``, when given, is applied to every instruction's result (see :mod:`hlo.shadow`).
+    A module whose buffers may exceed ``memory_limit`` bytes is refused before anything runs
+    (:class:`MemoryBudgetError`, see :mod:`hlo.interpreter.budget`).
     """
+    check_memory(module, memory_limit)
     machine = Machine(module)
     machine.perturb = perturb
     with np.errstate(all="ignore"):
@@ -84,6 +94,7 @@ def evaluate_participants(module: Module, args_per_participant: Sequence[Sequenc
     first root-cause error (lowest participant id) is raised after all stopped.
     """
     world = World.of(module)
+    check_memory(module, DEFAULT_MEMORY_LIMIT // max(world.size, 1))
     if len(args_per_participant) != world.size:
         raise InterpretError(
             f"module '{module.name}' has {world.size} participants (replica_count="

@@ -25,6 +25,7 @@ STATUS_OF: dict[FailureType, int] = {
     FailureType.INVALID_OPTION: 422,
     FailureType.LAYOUT_DEPENDENT_BITCAST: 422,
     FailureType.INFEASIBLE: 422,
+    FailureType.TOO_LARGE: 413,
     FailureType.QUEUE_FULL: 429,
     FailureType.INTERNAL_ERROR: 500,
     FailureType.NOT_AVAILABLE: 501,

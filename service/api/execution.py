@@ -11,7 +11,7 @@ import dataclasses
 
 from service.cache import ResultCache, cache_key
 from service.metrics import Metrics
-from service.options import AssignOptions
+from service.options import AssignOptions, VerifyOptions
 from service.pipeline import ModuleRequest, Outcome, Request, Success
 from service.settings import Settings
 from service.worker_pool import WorkerPool
@@ -28,7 +28,8 @@ class Executor:
         self.metrics = metrics
 
     def limited(self, request: Request) -> tuple[Request, float]:
-        """The request with its time limit capped by the settings, and its wall-clock limit."""
+        """The request with its time limit and memory budget capped by the settings, and its
+        wall-clock limit."""
         options = request.options
         if isinstance(request, ModuleRequest) and isinstance(options, AssignOptions):
             capped = self.settings.capped_time_limit(options.time_limit_s)
@@ -36,6 +37,11 @@ class Executor:
                 request, options=dataclasses.replace(options, time_limit_s=capped)
             )
             return request, capped + self.settings.time_limit_grace_s
+        if isinstance(options, VerifyOptions):
+            budget = min(options.memory_limit_mb, self.settings.max_interpreter_memory_mb)
+            request = dataclasses.replace(
+                request, options=dataclasses.replace(options, memory_limit_mb=budget)
+            )
         return request, self.settings.request_timeout_s
 
     async def execute(self, request: Request, *, wait: bool = False,

@@ -73,6 +73,10 @@ def register(app: typer.Typer) -> None:
             False, "--xla",
             help="Also run REWRITTEN in XLA:CPU with exactly its layouts and compare it with "
                  "XLA's execution of ORIGINAL (needs the xla extra)."),
+        memory_limit_mb: int = typer.Option(
+            4096, "--memory-limit-mb", min=1,
+            help="Refuse modules whose interpreter buffers may exceed this many MiB (checked "
+                 "before anything is allocated)."),
     ) -> None:
         """Run ORIGINAL and REWRITTEN on the same random inputs and compare every output.
 
@@ -92,7 +96,8 @@ def register(app: typer.Typer) -> None:
         first = load_module(original)
         second = load_module(rewritten)
         try:
-            report = compare_modules(first, second, seed=seed, trials=trials, exact=exact)
+            report = compare_modules(first, second, seed=seed, trials=trials, exact=exact,
+                                     memory_limit=memory_limit_mb * 2**20)
         except HloError as err:
             typer.echo(f"{rewritten}: error: {err.message}", err=True)
             raise typer.Exit(code=2) from None
