@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 SHARED = Path(os.environ.get("HLO_LAYOUT_SHARED", REPO.parent / "shared"))
 
-from hlo.equivalence import compare_values  # noqa: E402
+from hlo.equivalence import compare_normwise  # noqa: E402
 from hlo.parser import parse_module  # noqa: E402
 from service.layout_operations import model_cost  # noqa: E402
 from service.xla.execution import run_modules  # noqa: E402
@@ -118,14 +118,15 @@ def measure_module(name: str, args, compare_target) -> dict:
         if compare_target is not None:
             row["predicted_ns_compare"] = model_cost(variants[label], compare_target)
         if e.ran and semantics.ran:
-            diff, _, err = compare_values(tuple(semantics.outputs), tuple(e.outputs),
-                                          exact=False, rtol=run.rtol)
+            diff, _, err = compare_normwise(tuple(semantics.outputs), tuple(e.outputs),
+                                            rtol=run.rtol)
             row["outputs_match"] = diff is None
             row["difference"] = None if diff is None else str(diff)
         ratio = run.ratio(k) if e.ran and run.executions[0].ran else None
         row["ratio"] = None if ratio is None else ratio.to_json()
         rows[label] = row
-    ran = [lab for lab in labels if rows[lab]["median_ms"] is not None]
+    ran = [lab for lab in labels
+           if rows[lab]["median_ms"] is not None and rows[lab]["predicted_ns"] is not None]
     xla_ms = rows["xla"]["median_ms"]
     for label in ran:
         row = rows[label]
@@ -137,7 +138,8 @@ def measure_module(name: str, args, compare_target) -> dict:
     out = {"module": name, "variants": rows, "tau": tau, "assign_s": round(assign_s, 2),
            "status": ours.status, "noise": run.noise().to_json() if run.noise() else None,
            "semantics_refusal": semantics.refusal, "load": [load_before, load_after]}
-    if compare_target is not None and len(ran) > 2:
+    if compare_target is not None and len(ran) > 2 and all(
+            rows[lab]["predicted_ns_compare"] is not None for lab in ran):
         out["tau_compare"] = kendall_tau([rows[lab]["predicted_ns_compare"] for lab in ran],
                                          [rows[lab]["median_ms"] for lab in ran])
     return out

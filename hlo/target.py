@@ -115,6 +115,7 @@ OpRuleKind = Literal[
     "dot_batch_not_most_minor",
     "dot_groups_contiguous",
     "dot_contracting_most_minor",
+    "dot_batch_most_major",
     "conv_layout",
     "default_layout",
     "row_reduction",
@@ -129,6 +130,9 @@ class OpRule(_Frozen):
     ``kind`` names the rule; ``params`` carries its numbers, e.g.
     ``{layout = "NHWC"}`` for ``conv_layout`` or ``{min_reduced_size = 32}`` for
     ``row_reduction``; ``element_types``/``spatial_dims`` restrict where it applies.
+    ``dot_batch_most_major``: the batch dims of a dot's operands and result are its most
+    major dims, in their order (XLA:CPU's dot emitter rejects other dims there, and computes
+    wrong numbers when the batch dims are most major in another order).
     ``reduction_minor`` (``{slow = "kept", read_factor = 0.45}``): a ``reduce`` whose operand's
     physically most-minor dim is ``kept`` (a column reduction) or ``reduced`` (a row
     reduction), whichever the backend runs slower, costs ``read_factor`` passes over the

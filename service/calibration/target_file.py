@@ -34,6 +34,12 @@ padding_counts = true
 
 [[op_rules]]
 op = "dot"
+kind = "dot_batch_most_major"
+hard = true
+note = "XLA:CPU's dot emitter requires the batch dims of operands and result to be the most major, in order (it refuses other dims there, and computes wrong numbers for another order)."
+
+[[op_rules]]
+op = "dot"
 kind = "default_layout"
 hard = false
 note = "Eigen expects default (row-major) operands; other layouts are transposed internally."

@@ -167,6 +167,13 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
                 miss(rule, prefs[0], "batch dim most minor")
             elif bad:
                 miss(rule, Candidate(default_layout(shape.rank).minor_to_major), "batch dim most minor")
+        elif rule.kind == "dot_batch_most_major" and op == "dot":
+            batch = (tuple(range(len(_dims(instr.attr("lhs_batch_dims")))))
+                     if role == "result" else _dot_groups(instr, k)[0])
+            # In order: XLA:CPU accepts batch dims most major in another order and then
+            # computes wrong numbers (measured), so the order is part of the rule.
+            if batch and tuple(reversed(cand.minor_to_major[-len(batch):])) != tuple(batch):
+                miss(rule, prefs[0], "batch dims not most major in order")
         elif rule.kind == "dot_groups_contiguous" and op == "dot" and role == "operand":
             batch, contracting = _dot_groups(instr, k)
             if not _valid_dot_operand(cand, batch, contracting, shape.rank):
@@ -226,6 +233,10 @@ def preferred_candidates_for_rule(cm: CostModel, instr: Instruction, role: str, 
             order = [labels.kernel_input_feature, *labels.kernel_spatial, labels.kernel_output_feature]
             return [Candidate(_m2m(order).minor_to_major, FRACTAL_Z)]
         return []
+    if op == "dot" and rule.kind == "dot_batch_most_major":
+        batch = (list(range(len(_dims(instr.attr("lhs_batch_dims")))))
+                 if role == "result" else list(_dot_groups(instr, k)[0]))
+        return [_m2m([*batch, *[d for d in range(rank) if d not in batch]])]
     if op == "dot" and role == "operand" and rule.kind.startswith("dot_"):
         batch, contracting = _dot_groups(instr, k)
         free = [d for d in range(rank) if d not in batch and d not in contracting]
