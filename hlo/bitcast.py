@@ -21,12 +21,14 @@ the physical offset maps of :mod:`hlo.tiling` element by element.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from hlo.errors import LayoutError
-from hlo.shape import ArrayShape, Layout
+from hlo.buffers import value_leaves
+from hlo.errors import LayoutDependentBitcast, LayoutError, Location
+from hlo.ir import Module
+from hlo.shape import ArrayShape, Layout, element_bits
 from hlo.tiling import element_storage_bits, offset_terms, physical_element_count, physical_offsets
 
 
@@ -336,3 +338,67 @@ def reshape_output_layout_for_bitcast(src: ArrayShape, out_dims: Sequence[int]) 
 def reshape_input_layout_for_bitcast(src_dims: Sequence[int], dst: ArrayShape) -> Layout | None:
     """A layout for the reshape's operand (of ``src_dims``) that makes it a bitcast, or None."""
     return _layout_for_reshape(dst, src_dims)
+
+
+def _matching_permutations(src: tuple[int, ...], dst: tuple[int, ...],
+                           chosen: tuple[int, ...] = ()) -> Iterator[tuple[int, ...]]:
+    """Permutations ``p`` with ``dst[i] == src[p[i]]`` (the transposes from src to dst),
+    each extending ``chosen``; in lexicographic order."""
+    i = len(chosen)
+    if i == len(dst):
+        yield chosen
+        return
+    for j, size in enumerate(src):
+        if size == dst[i] and j not in chosen:
+            yield from _matching_permutations(src, dst, chosen + (j,))
+
+
+#: Enough transposes to try for any realistic rank; a bitcast needing more is reported.
+_MAX_PERMUTATIONS = 5040
+
+
+def bitcast_kind(src: ArrayShape, dst: ArrayShape) -> str | None:
+    """``"reshape"`` or ``"transpose"`` when ``src -> dst`` is that op moving no bytes, else None.
+
+    XLA creates ``bitcast`` only from reshapes and transposes whose layouts make
+    them free (and from copies between equal layouts), so a bitcast explained by
+    neither reinterprets bytes in a way no logical op intended.
+    ``f32[2,3]{1,0} -> f32[6]{0}`` is a reshape; ``f32[2,3]{1,0} -> f32[3,2]{0,1}``
+    a transpose; ``f32[2,3]{1,0} -> f32[3,2]{1,0}`` (same sizes) a reshape too, but
+    ``f32[2,3]{0,1} -> f32[6]{0}`` neither.
+    """
+    same_width = element_bits(src.element_type) == element_bits(dst.element_type)
+    ignore = same_width and src.element_type != dst.element_type
+    if src.element_count == dst.element_count and is_bitcast(src, dst, ignore_element_type=ignore):
+        return "reshape"
+    if src.rank == dst.rank and sorted(src.dims) == sorted(dst.dims):
+        for n, perm in enumerate(_matching_permutations(src.dims, dst.dims)):
+            if n >= _MAX_PERMUTATIONS:
+                break
+            if transpose_is_bitcast(src, dst, perm, ignore_element_type=ignore):
+                return "transpose"
+    return None
+
+
+def fully_laid_out(module: Module) -> bool:
+    """Every array of rank 1 or more in ``module`` has a layout written."""
+    return all(leaf.layout is not None or leaf.rank == 0
+               for comp in module.computations for instr in comp.instructions
+               for _, leaf in value_leaves(instr.shape))
+
+
+def reject_layout_dependent_bitcasts(module: Module) -> None:
+    """Raise :class:`~hlo.errors.LayoutDependentBitcast` at the first ``bitcast`` of a
+    module without every layout: a bitcast means "the same bytes", which depends on the
+    layouts layout assignment is about to choose (DESIGN §6)."""
+    if fully_laid_out(module):
+        return
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "bitcast":
+                span = instr.span
+                raise LayoutDependentBitcast(
+                    f"'{instr.name}' is a bitcast, whose meaning depends on layouts: layout "
+                    "assignment needs a module without bitcasts, or one with a layout on "
+                    "every array",
+                    None if span is None else Location(module.name, span.line, span.column))

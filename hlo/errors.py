@@ -51,3 +51,7 @@ class VerifyError(HloError):
 
 class LayoutError(HloError):
     """A layout (or a tiling, or a layout operation) is invalid for its shape."""
+
+
+class LayoutDependentBitcast(LayoutError):
+    """A ``bitcast`` in a module whose layouts are still to be chosen (DESIGN §6)."""

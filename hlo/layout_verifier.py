@@ -103,42 +103,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from hlo.bitcast import is_bitcast, transpose_is_bitcast
+from hlo.bitcast import bitcast_kind
 from hlo.errors import HloError, Location, VerifyError
 from hlo.ir import Computation, Instruction, Module, ProgramShape
+from hlo.opcode_facts import SHARED_LAYOUT, TIED, VARIADIC_TIED
 from hlo.shape import ArrayShape, Layout, Shape, TupleShape, element_bits
 from hlo.tiling import physical_size_bytes, tiling_plan
 
-__all__ = ["LayoutViolation", "TIED_OPCODES", "bitcast_kind", "check_layouts", "verify_layouts"]
-
-#: Opcodes XLA's ``InstructionCanChangeLayout`` answers ``false`` for.
-TIED_OPCODES = frozenset({
-    "abs", "add", "add-dependency", "and", "atan2", "bitcast-convert", "ceil", "clamp",
-    "count-leading-zeros", "compare", "complex", "concatenate", "convert", "cosine",
-    "all-gather", "all-gather-start", "all-gather-done", "all-to-all", "collective-broadcast",
-    "collective-permute", "divide", "dynamic-slice", "dynamic-update-slice", "erf",
-    "exponential", "exponential-minus-one", "fft", "floor", "imag", "is-finite", "log",
-    "log-plus-one", "logistic", "map", "maximum", "minimum", "multiply", "negate", "not",
-    "opt-barrier", "or", "xor", "clz", "pad", "power", "real", "reduce-precision",
-    "reduce-window", "remainder", "reverse", "round-nearest-afz", "round-nearest-even",
-    "rsqrt", "scatter", "select", "select-and-scatter", "shift-left",
-    "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "slice", "sort", "topk",
-    "sqrt", "cbrt", "subtract", "stochastic-convert", "tan", "tanh", "popcnt",
-    "triangular-solve", "cholesky", "while", "set-dimension-size", "all-reduce",
-    "reduce-scatter", "all-reduce-start", "all-reduce-done", "ragged-all-to-all",
-})
+__all__ = ["LayoutViolation", "check_layouts", "verify_layouts"]
 
 #: Ops whose tie ignores the element size ``E(n)`` (they may change the element type).
 _ELEMENT_SIZE_FREE = frozenset({"convert", "compare", "is-finite"})
-
-#: Variadic ops whose tuple results all get one layout (``SetInstructionLayout``'s
-#: ``RequiresSameShapeForAllOutput``).
-_SHARED_LAYOUT = frozenset({"reduce", "reduce-window", "sort"})
-
-#: Variadic tied ops whose operand ``i`` maps to tuple result element ``i``.
-_VARIADIC_TIED = frozenset({"sort", "reduce-window", "scatter", "all-reduce",
-                            "all-to-all", "collective-permute", "all-gather", "reduce-scatter"})
-
 
 @dataclass(frozen=True, slots=True)
 class LayoutViolation:
@@ -248,7 +223,7 @@ class _Checker:
         result = instr.shape
         if isinstance(result, ArrayShape):
             pairs = [(i, op.shape, result) for i, op in enumerate(operands)]
-        elif isinstance(result, TupleShape) and instr.opcode in _VARIADIC_TIED:
+        elif isinstance(result, TupleShape) and instr.opcode in VARIADIC_TIED:
             outs = result.elements
             pairs = [(i, op.shape, outs[i]) for i, op in enumerate(operands) if i < len(outs)]
         else:
@@ -433,9 +408,9 @@ class _Checker:
     def check_instruction(self, comp: Computation, instr: Instruction,
                           operands: list[Instruction]) -> None:
         op = instr.opcode
-        if op in TIED_OPCODES and op != "while":
+        if op in TIED and op != "while":
             self.check_tie(comp, instr, operands)
-        if op in _SHARED_LAYOUT and isinstance(instr.shape, TupleShape):
+        if op in SHARED_LAYOUT and isinstance(instr.shape, TupleShape):
             self.check_variadic(comp, instr, operands)
         if op == "broadcast" and operands:
             self.check_broadcast(comp, instr, operands[0])
@@ -463,54 +438,6 @@ class _Checker:
         elif op in ("opt-barrier", "domain") and operands:
             self.same(comp, instr, op, operands[0].shape, instr.shape,
                       f"result must have the layout of '{operands[0].name}'")
-
-
-def _matching_permutations(src: tuple[int, ...], dst: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-    """Permutations ``p`` with ``dst[i] == src[p[i]]`` (the transposes from src to dst)."""
-    chosen: list[int] = []
-    used = [False] * len(src)
-
-    def extend() -> Iterator[tuple[int, ...]]:
-        i = len(chosen)
-        if i == len(dst):
-            yield tuple(chosen)
-            return
-        for j, size in enumerate(src):
-            if not used[j] and size == dst[i]:
-                used[j] = True
-                chosen.append(j)
-                yield from extend()
-                chosen.pop()
-                used[j] = False
-
-    return extend()
-
-
-#: Enough transposes to try for any realistic rank; a bitcast needing more is reported.
-_MAX_PERMUTATIONS = 5040
-
-
-def bitcast_kind(src: ArrayShape, dst: ArrayShape) -> str | None:
-    """``"reshape"`` or ``"transpose"`` when ``src -> dst`` is that op moving no bytes, else None.
-
-    XLA creates ``bitcast`` only from reshapes and transposes whose layouts make
-    them free (and from copies between equal layouts), so a bitcast explained by
-    neither reinterprets bytes in a way no logical op intended.
-    ``f32[2,3]{1,0} -> f32[6]{0}`` is a reshape; ``f32[2,3]{1,0} -> f32[3,2]{0,1}``
-    a transpose; ``f32[2,3]{1,0} -> f32[3,2]{1,0}`` (same sizes) a reshape too, but
-    ``f32[2,3]{0,1} -> f32[6]{0}`` neither.
-    """
-    same_width = element_bits(src.element_type) == element_bits(dst.element_type)
-    ignore = same_width and src.element_type != dst.element_type
-    if src.element_count == dst.element_count and is_bitcast(src, dst, ignore_element_type=ignore):
-        return "reshape"
-    if src.rank == dst.rank and sorted(src.dims) == sorted(dst.dims):
-        for n, perm in enumerate(_matching_permutations(src.dims, dst.dims)):
-            if n >= _MAX_PERMUTATIONS:
-                break
-            if transpose_is_bitcast(src, dst, perm, ignore_element_type=ignore):
-                return "transpose"
-    return None
 
 
 def _width(shape: ArrayShape, layout: Layout) -> tuple[bool, int]:

@@ -36,7 +36,6 @@ from solver.layout_assignment import options as solver_options_module
 from solver.errors import AssignmentError
 from solver.layout_assignment.assign import assign as assign_layouts
 from solver.layout_assignment.assign import score as score_layouts
-from solver.layout_assignment.layout_graph import fully_laid_out
 from solver.layout_assignment.report import summary, to_json
 
 
@@ -64,28 +63,6 @@ def _fail(exc: HloError) -> OperationFailed:
     return OperationFailed(hlo_failure(exc, failure_type_of(exc), "hlo"))
 
 
-def _reject_layout_dependent_bitcast(module: Module) -> None:
-    """DESIGN §6: a ``bitcast`` means "same bytes", which depends on the layouts assignment is
-    about to choose; it is accepted only in a module that already has every layout."""
-    if fully_laid_out(module):
-        return
-    for comp in module.computations:
-        for instr in comp.instructions:
-            if instr.opcode == "bitcast":
-                span = instr.span
-                raise OperationFailed(
-                    Failure(
-                        FailureType.LAYOUT_DEPENDENT_BITCAST,
-                        f"'{instr.name}' is a bitcast, whose meaning depends on layouts: layout "
-                        "assignment needs a module without bitcasts, or one with a layout on "
-                        "every array",
-                        field="hlo",
-                        line=span.line if span is not None else None,
-                        column=span.column if span is not None else None,
-                    )
-                )
-
-
 def _run_passes(
     module: Module, passes: tuple[NormalizePass, ...]
 ) -> tuple[Module, list[str], list[str], list[tuple[str, float]]]:
@@ -111,7 +88,6 @@ def assign(module: Module, target: Any, options: Options,
            progress: ProgressCallback | None = None) -> Produced:
     """``progress``: hears the solver's progress events while it runs."""
     assert isinstance(options, AssignOptions)  # the pipeline checked the options' type
-    _reject_layout_dependent_bitcast(module)
     try:
         result = assign_layouts(module, solver_options(options, target),  # normalizes too
                                 progress=progress)

@@ -324,13 +324,15 @@ def _verify_structure(module: Any, field_name: str = "hlo") -> None:
 
 
 def failure_type_of(exc: Exception) -> FailureType:
-    from hlo.errors import LayoutError, ParseError
+    from hlo.errors import LayoutDependentBitcast, LayoutError, ParseError
     from hlo.interpreter import MemoryBudgetError
 
     if isinstance(exc, MemoryBudgetError):
         return FailureType.TOO_LARGE
     if isinstance(exc, ParseError):
         return FailureType.PARSE_ERROR
+    if isinstance(exc, LayoutDependentBitcast):
+        return FailureType.LAYOUT_DEPENDENT_BITCAST
     if isinstance(exc, LayoutError):
         return FailureType.LAYOUT_ERROR
     return FailureType.VERIFY_ERROR

@@ -101,39 +101,39 @@ _FLOAT_UNARY = {
 }
 
 for _name, _fn in _FLOAT_UNARY.items():
-    register(_name, elementwise=True)(_float_unary(_fn))
+    register(_name)(_float_unary(_fn))
 
 
-@register("negate", elementwise=True)
+@register("negate")
 def _negate(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     x = ops[0]
     return _cast(np.negative(x.astype(_compute_dtype(x.dtype), copy=False)), instr)
 
 
-@register("abs", elementwise=True)
+@register("abs")
 def _abs(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     x = ops[0]
     return _cast(np.abs(x.astype(_compute_dtype(x.dtype), copy=False)), instr)
 
 
-@register("sign", elementwise=True)
+@register("sign")
 def _sign_op(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     x = ops[0]
     return _cast(_sign(x.astype(_compute_dtype(x.dtype), copy=False)), instr)
 
 
-@register("not", elementwise=True)
+@register("not")
 def _not(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     x = ops[0]
     return _cast(np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), instr)
 
 
-@register("is-finite", elementwise=True)
+@register("is-finite")
 def _is_finite(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return np.isfinite(ops[0].astype(np.float64))
 
 
-@register("count-leading-zeros", "clz", elementwise=True)
+@register("count-leading-zeros", "clz")
 def _clz(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     x = ops[0]
     width = bit_width(x.dtype)
@@ -148,7 +148,7 @@ def _clz(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return _cast(count, instr)
 
 
-@register("popcnt", elementwise=True)
+@register("popcnt")
 def _popcnt(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     bits = to_bits(ops[0]).astype(np.uint64)
     count = np.zeros(bits.shape, np.int64)
@@ -157,18 +157,18 @@ def _popcnt(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return _cast(count, instr)
 
 
-@register("real", elementwise=True)
+@register("real")
 def _real(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return _cast(np.real(ops[0]), instr)
 
 
-@register("imag", elementwise=True)
+@register("imag")
 def _imag(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     x = ops[0]
     return _cast(np.imag(x) if np.iscomplexobj(x) else np.zeros_like(x), instr)
 
 
-@register("complex", elementwise=True)
+@register("complex")
 def _complex(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return _cast(ops[0] + 1j * ops[1].astype(np.result_type(ops[1].dtype, np.complex64)), instr)
 
@@ -269,7 +269,7 @@ def _binary_handler(opcode: str):
 
 
 for _name in _BINARY:
-    register(_name, elementwise=True)(_binary_handler(_name))
+    register(_name)(_binary_handler(_name))
 
 
 def _shift(opcode: str):
@@ -313,7 +313,7 @@ def _shift_sub_byte(opcode: str, a: np.ndarray, b: np.ndarray, width: int) -> np
 
 
 for _name in ("shift-left", "shift-right-logical", "shift-right-arithmetic"):
-    register(_name, elementwise=True)(_shift(_name))
+    register(_name)(_shift(_name))
 
 
 # ---------------------------------------------------------------------------
@@ -339,7 +339,7 @@ _DIRECTIONS = {
 }
 
 
-@register("compare", elementwise=True)
+@register("compare")
 def _compare(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     a, b = ops
     direction = str(instr.attr("direction"))
@@ -358,13 +358,13 @@ def _compare(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return fn(a, b)
 
 
-@register("select", elementwise=True)
+@register("select")
 def _select(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     pred, on_true, on_false = ops
     return np.where(pred, on_true, on_false).astype(on_true.dtype)
 
 
-@register("clamp", elementwise=True)
+@register("clamp")
 def _clamp(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     lo, x, hi = ops
     wide = _compute_dtype(x.dtype)
@@ -414,12 +414,12 @@ def convert_array(x: np.ndarray, to: np.dtype) -> np.ndarray:
     return x.astype(to)
 
 
-@register("convert", elementwise=True)
+@register("convert")
 def _convert(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return convert_array(ops[0], _out_dtype(instr))
 
 
-@register("reduce-precision", elementwise=True)
+@register("reduce-precision")
 def _reduce_precision(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     x = ops[0]
     exponent_bits = int(instr.attr("exponent_bits"))
@@ -461,7 +461,7 @@ def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> n
     return np.where(np.isnan(x), x, out)
 
 
-@register("bitcast-convert", elementwise=True)
+@register("bitcast-convert")
 def _bitcast_convert(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     x = ops[0]
     to = _out_dtype(instr)

@@ -21,6 +21,7 @@ import numpy as np
 from hlo.interpreter.participants import Exchange, Participant, World
 from hlo.interpreter.values import InterpretError, Value, check_value, dtype_of
 from hlo.ir import Computation, ComputationRef, Instruction, Module
+from hlo.opcode_facts import ELEMENTWISE
 from hlo.shape import ArrayShape, TupleShape
 
 Handler = Callable[["Machine", Instruction, list[Value]], Value]
@@ -28,22 +29,18 @@ Handler = Callable[["Machine", Instruction, list[Value]], Value]
 #: opcode -> handler; filled by the op-family modules at import.
 HANDLERS: dict[str, Handler] = {}
 
-#: Opcodes that act elementwise on scalars (safe to run batched).
-ELEMENTWISE: set[str] = set()
-
-#: Opcodes that merely pass or restructure values and so are batch-safe too.
+#: Opcodes that merely pass or restructure values and so are batch-safe, like the
+#: elementwise ones.
 _BATCH_SAFE_STRUCTURAL = frozenset(
     {"parameter", "constant", "tuple", "get-tuple-element", "copy", "call",
      "broadcast", "reshape", "bitcast", "opt-barrier"}
 )
 
 
-def register(*opcodes: str, elementwise: bool = False) -> Callable[[Handler], Handler]:
+def register(*opcodes: str) -> Callable[[Handler], Handler]:
     def wrap(fn: Handler) -> Handler:
         for opcode in opcodes:
             HANDLERS[opcode] = fn
-            if elementwise:
-                ELEMENTWISE.add(opcode)
         return fn
 
     return wrap

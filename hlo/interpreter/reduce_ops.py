@@ -81,7 +81,7 @@ def _reduce(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return tuple(result) if half > 1 else result[0]
 
 
-@register("map", elementwise=True)
+@register("map")
 def _map(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
     return m.apply_scalar(computation_attr(instr, "to_apply"), ops)
 

@@ -5,38 +5,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from hlo.opcode_facts import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, OPCODES
 from hlo.shape import ArrayShape, Shape, TupleShape
-
-#: ``count-leading-zeros`` is XLA's spelling of clz; ``clz`` itself is kept for texts that use it.
-ELEMENTWISE_UNARY: Final[frozenset[str]] = frozenset({
-    "abs", "cbrt", "ceil", "clz", "copy", "cosine", "count-leading-zeros", "erf", "exponential",
-    "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one", "logistic",
-    "negate", "not", "popcnt", "real", "round-nearest-afz", "round-nearest-even", "rsqrt",
-    "sign", "sine", "sqrt", "tan", "tanh",
-})
-ELEMENTWISE_BINARY: Final[frozenset[str]] = frozenset({
-    "add", "and", "atan2", "complex", "compare", "divide", "maximum", "minimum", "multiply",
-    "or", "power", "remainder", "shift-left", "shift-right-arithmetic", "shift-right-logical",
-    "subtract", "xor", "stochastic-convert",
-})
-
-OPCODES: Final[frozenset[str]] = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | frozenset({
-    "add-dependency", "after-all", "all-gather", "all-gather-done", "all-gather-start",
-    "all-reduce", "all-reduce-done", "all-reduce-start", "all-to-all", "async-done",
-    "async-start", "async-update", "batch-norm-grad", "batch-norm-inference",
-    "batch-norm-training", "bitcast", "bitcast-convert", "broadcast", "call", "cholesky",
-    "clamp", "collective-broadcast", "collective-permute", "collective-permute-done",
-    "collective-permute-start", "concatenate", "conditional", "constant", "convert",
-    "convolution", "copy-done", "copy-start", "custom-call", "domain", "dot",
-    "dynamic-reshape", "dynamic-slice", "dynamic-update-slice", "fft", "fusion", "gather",
-    "get-dimension-size", "get-tuple-element", "infeed", "iota", "map", "opt-barrier",
-    "outfeed", "pad", "parameter", "partition-id", "ragged-all-to-all", "ragged-dot", "recv",
-    "recv-done", "reduce", "reduce-precision", "reduce-scatter", "reduce-window",
-    "replica-id", "reshape", "reverse", "rng", "rng-bit-generator", "rng-get-and-update-state",
-    "scan", "scatter", "select", "select-and-scatter", "send", "send-done",
-    "set-dimension-size", "slice", "sort", "topk", "transpose", "triangular-solve", "tuple",
-    "while",
-})
 
 #: Opcodes that wrap another one asynchronously in XLA's sugar
 #: (``custom-call-start`` = ``async-start`` calling a ``custom-call``).

@@ -51,6 +51,7 @@ import dataclasses
 from collections.abc import Callable
 
 from hlo.ir import Instruction, Module
+from hlo.opcode_facts import ELEMENTWISE
 from hlo.passes.instruction_sequence import NameTable
 from hlo.passes.layout_normalization import compute, movement
 from hlo.passes.layout_normalization.values import ValueForms
@@ -80,7 +81,7 @@ HANDLERS: dict[str, Handler] = {
     "convolution": compute.handle_convolution,
     "dot": compute.handle_dot,
     "sort": compute.handle_sort,
-    **{op: compute.handle_elementwise for op in compute.ELEMENTWISE},
+    **{op: compute.handle_elementwise for op in ELEMENTWISE},
 }
 
 #: Opcodes whose result is a tuple the handler itself splits into elements.

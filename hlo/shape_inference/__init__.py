@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Callable
 
 from hlo.ir import Computation, Instruction
+from hlo.opcode_facts import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
 from hlo.shape import Shape
 from hlo.shape_inference import collectives, contraction, control, elementwise, movement
 from hlo.shape_inference import numerics, reduction
@@ -62,10 +63,9 @@ def _is_async_form(opcode: str) -> bool:
 # (minimum, maximum or None for unbounded) operand counts. Opcodes with a
 # parity rule (reduce: N inputs + N inits) are refined in the rules themselves.
 _EXACT = {
-    **{op: 1 for op in elementwise.UNARY_SAME},
-    **{op: 2 for op in elementwise.BINARY_SAME},
-    "copy": 1, "abs": 1, "real": 1, "imag": 1, "is-finite": 1, "convert": 1, "bitcast-convert": 1,
-    "stochastic-convert": 2, "compare": 2, "complex": 2, "select": 3, "clamp": 3,
+    **{op: 1 for op in ELEMENTWISE_UNARY},
+    **{op: 2 for op in ELEMENTWISE_BINARY},
+    "reduce-precision": 1, "convert": 1, "bitcast-convert": 1, "select": 3, "clamp": 3,
     "broadcast": 1, "reshape": 1, "transpose": 1, "slice": 1, "pad": 2, "reverse": 1,
     "iota": 0, "gather": 2, "convolution": 2, "get-tuple-element": 1, "while": 1,
     "bitcast": 1, "fft": 1, "cholesky": 1, "triangular-solve": 2, "batch-norm-training": 3,

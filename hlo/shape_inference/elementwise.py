@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from hlo.opcode_facts import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
 from hlo.shape import ArrayShape, Shape
 from hlo.shape_inference.operands import (
     COMPLEX_COMPONENT,
@@ -18,20 +19,6 @@ from hlo.shape_inference.operands import (
     is_float,
     root_shape,
 )
-
-UNARY_SAME = frozenset({
-    "ceil", "floor", "cosine", "sine", "tan", "tanh", "exponential", "exponential-minus-one",
-    "log", "log-plus-one", "logistic", "negate", "not", "round-nearest-afz",
-    "round-nearest-even", "rsqrt", "sqrt", "cbrt", "sign", "count-leading-zeros", "clz", "popcnt",
-    "erf", "reduce-precision",
-})
-
-BINARY_SAME = frozenset({
-    "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power",
-    "atan2", "and", "or", "xor", "shift-left", "shift-right-arithmetic",
-    "shift-right-logical",
-})
-
 
 def unary_same(ctx: Context) -> Shape:
     return ctx.array(0)
@@ -173,9 +160,12 @@ def copy(ctx: Context) -> Shape:
 
 
 RULES = {
-    **{op: unary_same for op in UNARY_SAME},
+    # The result of an elementwise op has its operands' shape, except where a rule below
+    # says otherwise.
+    **{op: unary_same for op in ELEMENTWISE_UNARY},
+    "reduce-precision": unary_same,
     "copy": copy,
-    **{op: binary_same for op in BINARY_SAME},
+    **{op: binary_same for op in ELEMENTWISE_BINARY},
     "abs": complex_to_real,
     "real": complex_to_real,
     "imag": complex_to_real,

@@ -38,9 +38,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hlo.bitcast import is_bitcast, transpose_is_bitcast
+from hlo.bitcast import bitcast_kind, is_bitcast, transpose_is_bitcast
 from hlo.errors import HloError
-from hlo.layout_verifier import bitcast_kind
 from hlo.shape import ArrayShape
 from solver.layout_assignment.costs import Candidate, CostModel, Term, physical_bytes
 from solver.layout_assignment.layout_graph import LayoutGraph, Relation

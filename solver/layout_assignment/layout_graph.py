@@ -32,33 +32,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from hlo.bitcast import reject_layout_dependent_bitcasts
 from hlo.buffers import BufferAnalysis, Position, analyze_buffers, value_leaves
-from hlo.errors import LayoutError
 from hlo.ir import Instruction, Module, ProgramShape
-from hlo.layout_verifier import TIED_OPCODES
+from hlo.opcode_facts import LAYOUT_FREE, TIED, VARIADIC_TIED
 from hlo.shape import ArrayShape, Shape, TupleShape
 from solver.layout_assignment.costs import NC1HWC0, Candidate
 from solver.layout_assignment.rules import rule_op
 
-__all__ = ["LayoutGraph", "Node", "Relation", "build_graph", "fully_laid_out"]
-
-#: Ops whose operands carry no layout constraint and whose result is free.
-_FREE = frozenset({"gather", "iota", "rng", "rng-bit-generator", "constant", "parameter",
-                   "partition-id", "replica-id", "after-all", "get-dimension-size",
-                   "rng-get-and-update-state", "dot", "convolution", "reduce", "tuple",
-                   "get-tuple-element", "opt-barrier", "domain", "add-dependency", "while",
-                   "call", "fusion", "conditional", "transpose", "reshape", "copy", "bitcast",
-                   "broadcast", "custom-call", "bitcast-convert"})
+__all__ = ["LayoutGraph", "Node", "Relation", "build_graph"]
 
 #: Custom-call targets whose operands and results XLA requires dim-0-major (the default
 #: layout): XLA:CPU's ``TopK`` checks ``IsMonotonicWithDim0Major`` when it compiles, a check
 #: its parser does not make.
 DIM0_MAJOR_CALLS = frozenset({"TopK"})
-
-_VARIADIC_TIED = frozenset({"sort", "reduce-window", "scatter", "all-reduce", "all-to-all",
-                            "collective-permute", "all-gather", "reduce-scatter",
-                            "select-and-scatter"})
-
 
 @dataclass(frozen=True, slots=True)
 class Node:
@@ -114,12 +101,6 @@ class LayoutGraph:
     position_node: dict[Position, int] = field(compare=False)
     views: dict[tuple[str, str, int, tuple[int, ...]], int] = field(compare=False)
     outputs: tuple[tuple[tuple[int, ...], int], ...] = ()
-
-
-def fully_laid_out(module: Module) -> bool:
-    return all(leaf.layout is not None or leaf.rank == 0
-               for comp in module.computations for instr in comp.instructions
-               for _, leaf in value_leaves(instr.shape))
 
 
 def _cand(shape: ArrayShape) -> Candidate | None:
@@ -327,7 +308,7 @@ class _Builder:
                 cand = _cand(leaf)
                 if cand is not None:
                     self.pin_position(comp, here, path, cand)
-        if op in TIED_OPCODES and op not in ("while", "bitcast-convert"):
+        if op in TIED and op not in ("while", "bitcast-convert"):
             self.tied(comp, instr, shapes)
         elif op == "broadcast" and instr.operands:
             self.relate("convert", self.leaf(comp, instr.operands[0], ()), self.leaf(comp, here, ()),
@@ -335,10 +316,7 @@ class _Builder:
                         view="restrict", dims=_dims(instr.attr("dimensions")))
         elif op in ("transpose", "reshape", "copy", "bitcast") and instr.operands:
             if op == "bitcast" and not self.actual:
-                if not fully_laid_out(self.module):
-                    raise LayoutError(
-                        f"'{here}' is a bitcast, which depends on layouts: layout assignment "
-                        "needs a module without bitcasts (or one that is fully laid out)")
+                # Only in a fully laid out module (``build_graph`` rejects the others).
                 for name, path in ((instr.operands[0], ()), (here, ())):
                     cand = _cand(_leaf(self.instrs[comp][name].shape, path))
                     if cand is not None:
@@ -386,7 +364,7 @@ class _Builder:
                 branch = self.comps.get(_ref(ref) or "")
                 if branch is not None:
                     self.call(comp, instr, branch, j + 1)
-        elif op in _FREE:
+        elif op in LAYOUT_FREE:
             pass
         else:
             self.opaque(comp, instr, shapes)
@@ -400,7 +378,7 @@ class _Builder:
         result = instr.shape
         if isinstance(result, ArrayShape):
             pairs = [(k, name, ()) for k, name in enumerate(instr.operands)]
-        elif isinstance(result, TupleShape) and instr.opcode in _VARIADIC_TIED:
+        elif isinstance(result, TupleShape) and instr.opcode in VARIADIC_TIED:
             pairs = [(k, name, (k,)) for k, name in enumerate(instr.operands)
                      if k < len(result.elements)]
         else:
@@ -595,5 +573,10 @@ def _name(pos: Position) -> str:
 
 
 def build_graph(module: Module, *, entry_auto: bool = False, actual: bool = False) -> LayoutGraph:
-    """The layout graph of ``module``; ``actual`` fixes every node to the written layouts."""
+    """The layout graph of ``module``; ``actual`` fixes every node to the written layouts.
+
+    Raises :class:`~hlo.errors.LayoutDependentBitcast` for a module with a bitcast and
+    layouts still to choose."""
+    if not actual:
+        reject_layout_dependent_bitcasts(module)
     return _Builder(module, entry_auto, actual).build()

@@ -17,7 +17,9 @@ from test_verifier import CORPUS_FILES, parsed
 
 from hlo.errors import VerifyError
 from hlo.ir import Computation, Instruction, Module
-from hlo.layout_verifier import TIED_OPCODES, bitcast_kind, check_layouts, verify_layouts
+from hlo.bitcast import bitcast_kind
+from hlo.layout_verifier import check_layouts, verify_layouts
+from hlo.opcode_facts import TIED as TIED_OPCODES
 from hlo.parser import parse_module
 from hlo.shape import ArrayShape, Layout, Tile, TupleShape
 

@@ -23,7 +23,7 @@ from hlo.printer import print_module
 from service.app import create_app
 from service.settings import Settings
 from solver.layout_assignment.assign import assign
-from solver.layout_assignment.layout_graph import fully_laid_out
+from hlo.bitcast import fully_laid_out
 from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.report import to_json
 

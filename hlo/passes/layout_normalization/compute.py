@@ -26,65 +26,6 @@ from hlo.passes.normalize_reductions import (
 from hlo.passes.physical_shapes import inverse_permutation, physical_order, physical_shape
 from hlo.shape import ArrayShape, TupleShape
 
-#: Ops that apply one function element by element (operands of the result's rank
-#: are read at the same index; scalar operands such as clamp bounds are broadcast).
-ELEMENTWISE = frozenset(
-    {
-        "abs",
-        "add",
-        "and",
-        "atan2",
-        "bitcast-convert",
-        "cbrt",
-        "ceil",
-        "clamp",
-        "clz",
-        "compare",
-        "complex",
-        "convert",
-        "cosine",
-        "count-leading-zeros",
-        "divide",
-        "erf",
-        "exponential",
-        "exponential-minus-one",
-        "floor",
-        "imag",
-        "is-finite",
-        "log",
-        "log-plus-one",
-        "logistic",
-        "map",
-        "maximum",
-        "minimum",
-        "multiply",
-        "negate",
-        "not",
-        "or",
-        "popcnt",
-        "power",
-        "real",
-        "reduce-precision",
-        "remainder",
-        "round-nearest-afz",
-        "round-nearest-even",
-        "rsqrt",
-        "select",
-        "shift-left",
-        "shift-right-arithmetic",
-        "shift-right-logical",
-        "sign",
-        "sine",
-        "sqrt",
-        "stochastic-convert",
-        "subtract",
-        "tan",
-        "tanh",
-        "xor",
-    }
-)
-
-
 def handle_elementwise(v: ValueForms, instr: Instruction) -> bool:
     rank = instr.array_shape.rank
     if instr.opcode == "map" and tuple(instr.attr("dimensions", range(rank))) != tuple(range(rank)):

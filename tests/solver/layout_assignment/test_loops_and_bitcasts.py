@@ -8,9 +8,9 @@ import math
 import pytest
 from conftest import shared_path
 
-from hlo.bitcast import transpose_is_bitcast
+from hlo.bitcast import bitcast_kind, transpose_is_bitcast
 from hlo.equivalence import compare_modules
-from hlo.layout_verifier import bitcast_kind, verify_layouts
+from hlo.layout_verifier import verify_layouts
 from hlo.parser import parse_file, parse_module
 from hlo.target import load_target
 from solver.layout_assignment.assign import assign, score
