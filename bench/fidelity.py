@@ -149,7 +149,7 @@ def summarize(results: list[dict]) -> dict:
     done = [r for r in results if "variants" in r and r["variants"]["ours"]["ratio"]]
     pred, meas, taus, taus_compare = [], [], [], []
     for r in done:
-        for label, row in r["variants"].items():
+        for row in r["variants"].values():
             if row.get("ratio") and row.get("predicted_ratio") is not None:
                 pred.append(row["predicted_ratio"])
                 meas.append(row["ratio"]["median"])

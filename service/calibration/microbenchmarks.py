@@ -55,7 +55,7 @@ class Group:
 def _module(name: str, params: list[str], body: list[str], result: str,
             computations: str = "") -> Module:
     header = f"HloModule {name}, entry_computation_layout={{({', '.join(params)})->{result}}}"
-    lines = [header, computations, f"ENTRY %main {{", *[f"  {line}" for line in body], "}", ""]
+    lines = [header, computations, "ENTRY %main {", *[f"  {line}" for line in body], "}", ""]
     return parse_module("\n".join(lines), name)
 
 
@@ -131,7 +131,7 @@ def binary_group(t: str, n: int) -> Group:
     for kind, (l0, l1) in (("add_same", (row, row)), ("add_mixed", (row, col)),
                            ("dot_nn", (row, row)), ("dot_tn", (col, row)), ("dot_nt", (row, col))):
         label = f"{kind}_{t}_{n}"
-        op = (f"dot(%a, %b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}"
+        op = ("dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"
               if kind.startswith("dot") else "add(%a, %b)")
         body = [f"%a = {l0} parameter(0)", f"%b = {l1} parameter(1)", f"ROOT %r = {row} {op}"]
         out.append(Bench(kind, label, _module(label, [l0, l1], body, row), nbytes, t))

@@ -196,7 +196,7 @@ def test_assign_in_the_browser_matches_the_json_report(driver: Any, base_url: st
         "return [...document.querySelectorAll('#pictures svg')[0].querySelectorAll('g.e')]"
         ".map((g) => Number(g.dataset.position))")
     assert positions == [tiled_2d(i, j, 256, (8, 128)) for i in range(32) for j in range(32)]
-    driver.find_element(By.ID, "graph").location_once_scrolled_into_view
+    _ = driver.find_element(By.ID, "graph").location_once_scrolled_into_view  # scrolls it into view
     driver.save_screenshot(str(shots / "explorer-assign.png"))
 
 

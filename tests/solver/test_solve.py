@@ -291,7 +291,7 @@ def test_search_reports_answers_and_bounds_in_order() -> None:
             continue
         events: list[tuple[int | None, int | None]] = []
         got = solve(build(raw), SolveOptions(time_limit=10.0, heuristic_time=0.2, passes=()),
-                    report=lambda best, bound: events.append((best, bound)))
+                    report=lambda best, bound, events=events: events.append((best, bound)))
         assert got.status == Status.OPTIMAL and got.objective == want[0], seed
         bests = [b for b, _ in events if b is not None]
         bounds = [b for _, b in events if b is not None]
