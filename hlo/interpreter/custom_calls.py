@@ -15,7 +15,10 @@ either runs here or is refused by name (:data:`REFUSED`, with the reason):
   with as many rows as the result times a dense matrix or vector;
 * ``dce_sink`` (a side-effecting call with no results that only keeps JAX from
   deleting its operand) does nothing and returns ``()``;
-* host callbacks and the perturbed tridiagonal solver are refused.
+* ``tridiagonal_solve_perturbed_ffi`` runs jaxlib's algorithm
+  (:mod:`hlo.interpreter.tridiagonal_solve`);
+* host callbacks (``xla_*python_cpu_callback``) are refused: they call back into
+  the Python program that built the module.
 
 Any other target is refused too, naming it.
 """
@@ -29,6 +32,7 @@ import numpy as np
 from hlo.interpreter.lapack import KERNELS, run_lapack
 from hlo.interpreter.machine import Machine, error_at, register
 from hlo.interpreter.sort import stable_order
+from hlo.interpreter.tridiagonal_solve import tridiagonal_solve_perturbed
 from hlo.interpreter.values import Value, dtype_of
 from hlo.ir import ComputationRef, Instruction, Quoted, Verbatim
 from hlo.shape import ArrayShape, TupleShape
@@ -43,14 +47,13 @@ _LAPACK_ROUTINES = (
 
 #: Targets refused by name, with the reason.
 REFUSED: dict[str, str] = {
-    "tridiagonal_solve_perturbed_ffi": "jaxlib's own perturbed Gaussian elimination is not modeled",
     "xla_ffi_python_cpu_callback": "it calls back into the Python host program",
     "xla_ffi_partitioned_python_cpu_callback": "it calls back into the Python host program",
     "xla_buffer_python_cpu_callback": "it calls back into the Python host program",
 }
 
 #: Targets that run here besides the LAPACK family (see the module doc).
-OTHER_TARGETS = ("cpu_csr_sparse_dense_ffi", "dce_sink")
+OTHER_TARGETS = ("cpu_csr_sparse_dense_ffi", "dce_sink", "tridiagonal_solve_perturbed_ffi")
 
 #: Every custom-call target jaxlib 0.10 registers for CPU (the LAPACK family for s/d/c/z).
 JAXLIB_CPU_TARGETS: frozenset[str] = frozenset(
@@ -95,6 +98,8 @@ def _result_specs(instr: Instruction) -> list[tuple[tuple[int, ...], np.dtype]]:
 def _lapack_call(instr: Instruction, target: str, ops: list[Value]) -> Value:
     found = _LAPACK.match(target)
     kernel = KERNELS.get(found.group(2)) if found else None
+    if target == "tridiagonal_solve_perturbed_ffi":
+        kernel = tridiagonal_solve_perturbed
     if kernel is None or target not in JAXLIB_CPU_TARGETS:
         raise error_at(instr, f"unsupported custom-call '{target}'")
     specs = _result_specs(instr)
@@ -156,7 +161,7 @@ def _custom_call(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
         return _csr_sparse_dense(instr, ops)
     if target in REFUSED:
         raise error_at(instr, f"custom-call target '{target}' is not supported: {REFUSED[target]}")
-    if target.startswith("lapack_"):
+    if target.startswith("lapack_") or target == "tridiagonal_solve_perturbed_ffi":
         return _lapack_call(instr, target, ops)
     raise error_at(instr, f"unsupported custom-call '{target}'")
 

@@ -71,6 +71,9 @@ def _functions():
             [(4, 4)]),
         "tridiagonal_solve": (lambda a: lin.tridiagonal_solve(a[..., 0], a[..., 1], a[..., 2], a),
                               [(5, 5), (2, 4, 4)]),
+        "tridiagonal_solve_perturbed": (
+            lambda a: lin.tridiagonal_solve(a[..., 0], a[..., 1], a[..., 2], a, perturb_singular=True),
+            [(5, 5), (1, 3), (2, 4, 4)]),
         "csr_matmat": (lambda a: sparse.BCSR.fromdense(a, nse=7) @ a.T, [(4, 4), (5, 3)]),
         "csr_matvec": (lambda a: sparse.BCSR.fromdense(a, nse=6) @ a[:, 0], [(5, 5)]),
         "dce_sink": (lambda a: (lax.dce_sink(a, prevent_mlir_dce=True), a + 1)[1], [(3, 3)]),
@@ -82,7 +85,7 @@ _CALL = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=\s*(.*?)\s+custom-call\((.*
 
 def _custom_calls(text: str) -> list[str]:
     return [line for line in text.splitlines()
-            if re.search(r'custom_call_target="(lapack_|cpu_csr|dce_sink)', line)]
+            if re.search(r'custom_call_target="(lapack_|cpu_csr|dce_sink|tridiagonal)', line)]
 
 
 def _operand_shapes(attrs: str) -> list[str]:
@@ -140,6 +143,10 @@ def _csr(shapes: list[str], gen: np.random.Generator) -> list[np.ndarray]:
 def _inputs(target: str, shapes: list[str], gen: np.random.Generator) -> list[np.ndarray]:
     if target == "cpu_csr_sparse_dense_ffi":
         return _csr(shapes, gen)
+    if target == "tridiagonal_solve_perturbed_ffi":  # singular: every other diagonal entry is 0
+        dl, d, du, b = (_random(s, gen) for s in shapes)
+        d[..., ::2] = 0
+        return [dl, d, du, b]
     routine = target[len("lapack_") + 1:-len("_ffi")]
     if routine == "potrf":
         return [_random(shapes[0], gen, spd=True)]
