@@ -16,17 +16,13 @@ rounding difference grows to O(1)); eigen/QR factors of random matrices get
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 from conftest import shared_path
+from xla_cpu import execute_in_xla, leaves
 
 from hlo.equivalence import random_arguments
 from hlo.interpreter import evaluate
-from hlo.interpreter.values import dtype_of, element_type_of, from_bits, to_bits
 from hlo.parser import parse_file
 
 #: name -> what it exercises
@@ -56,55 +52,6 @@ LOOSER = {"linalg_custom_calls": 2e-3}  # eigenvectors / QR factors of random ma
 #: Input scale: the recurrence must be contractive (|Wh| < 1) to be comparable.
 SCALE = {"rnn_scan_fwd": 0.1}
 
-CHILD = r"""
-import json, sys
-import numpy as np
-import ml_dtypes  # noqa: F401  (registers bf16 & co. with numpy)
-import jax
-jax.config.update("jax_enable_x64", True)
-import jaxlib.lapack
-jaxlib.lapack._lapack.initialize()
-from jaxlib import _hlo
-from jax._src.lib import _jax
-from jax.extend import backend as jb
-
-DT = {"pred": np.bool_, "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
-      "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f16": np.float16,
-      "f32": np.float32, "f64": np.float64, "bf16": ml_dtypes.bfloat16,
-      "c64": np.complex64, "c128": np.complex128}
-NAMES = {np.dtype(v): k for k, v in DT.items()}
-be = jb.get_backend("cpu")
-dev = be.devices()[0]
-jobs = json.load(open(sys.argv[1]))
-for job in jobs:
-    data = np.load(job["inputs"])
-    args = [data[f"a{i}"].view(DT[t]) if t != "pred" else data[f"a{i}"].astype(bool)
-            for i, t in enumerate(job["types"])]
-    text = open(job["hlo"]).read()
-    comp = _hlo.XlaComputation(_hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto())
-    mlir = _jax.mlir.xla_computation_to_mlir_module(comp)
-    exe = be.compile_and_load(mlir, _jax.DeviceList((dev,)))
-    outs = exe.execute_sharded([jax.device_put(a, dev) for a in args])
-    leaves = [np.asarray(group[0]) for group in outs.disassemble_into_single_device_arrays()]
-    raw = {f"o{i}": x if x.dtype == np.bool_ else x.view(f"u{x.dtype.itemsize}")
-           for i, x in enumerate(leaves)}
-    np.savez(job["out"], **raw)
-    with open(job["out"] + ".json", "w") as f:
-        json.dump([NAMES[x.dtype] for x in leaves], f)
-    print("done", job["name"], flush=True)
-"""
-
-
-def _leaves(value):
-    if isinstance(value, tuple):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [value]
-
-
-def _raw(x: np.ndarray) -> np.ndarray:
-    return x if x.dtype == np.bool_ else to_bits(x)
-
-
 @pytest.mark.xla
 def test_interpreter_matches_xla_cpu(tmp_path):
     jobs, ours, tolerances = [], {}, {}
@@ -112,25 +59,15 @@ def test_interpreter_matches_xla_cpu(tmp_path):
         path = shared_path("corpus", f"{name}.pre.hlo")
         module = parse_file(path)
         args = random_arguments(module, np.random.default_rng([11, k]), float_scale=SCALE.get(name, 0.25))
-        types = [element_type_of(a.dtype) for a in args]
-        np.savez(tmp_path / f"{name}.in.npz", **{f"a{i}": _raw(a) for i, a in enumerate(args)})
-        jobs.append({"name": name, "hlo": str(path), "inputs": str(tmp_path / f"{name}.in.npz"),
-                     "types": types, "out": str(tmp_path / f"{name}.out.npz")})
-        ours[name] = _leaves(evaluate(module, args))
         text = path.read_text()
+        jobs.append((text, args))
+        ours[name] = leaves(evaluate(module, args))
         tolerances[name] = 5e-2 if ("bf16[" in text or "f16[" in text) else LOOSER.get(name, 2e-4)
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "jobs.json")],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    results = dict(zip(MODULES, execute_in_xla(jobs, tmp_path)))
 
     failures = []
-    for job in jobs:
-        name = job["name"]
-        data = np.load(job["out"])
-        types = json.loads(open(job["out"] + ".json").read())
-        theirs = [from_bits(data[f"o{i}"], dtype_of(t)) if t != "pred" else data[f"o{i}"]
-                  for i, t in enumerate(types)]
+    for name in MODULES:
+        theirs = results[name]
         mine = ours[name]
         assert len(theirs) == len(mine), name
         for i, (x, y) in enumerate(zip(theirs, mine)):
