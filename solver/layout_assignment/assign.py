@@ -18,6 +18,7 @@ duplicates and no-op copies included; bitcast transposes/reshapes are free.
 
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -110,6 +111,8 @@ class AssignResult:
     #: Wall-clock milliseconds of the whole call (the timings overlap: a thread
     #: prepares the exact problem during the per-use solve).
     wall_ms: float = 0.0
+    #: What OPTIMAL covers: the candidate layouts considered (:func:`optimality_scope`).
+    scope: dict = field(default_factory=dict)
 
     @property
     def gap(self) -> float | None:
@@ -304,7 +307,25 @@ def assign(module: Module, options: AssignOptions = AssignOptions(),
         timings_ms=dict(laps.timings()), wall_ms=round(laps.elapsed_ms(), 3),
         violations=violations,
         nodes=compiled.problem.num_nodes, relations=len(compiled.graph.relations),
+        scope=optimality_scope(compiled, options.max_candidates),
         normalization=normalization, assigned=rewritten.module)
+
+
+def optimality_scope(compiled: Compiled, cap: int) -> dict:
+    """What an OPTIMAL status is optimal over: each free array's candidate layouts, at most
+    ``cap`` of them; ``arrays_capped`` counts the free arrays with fewer candidates than the
+    ``rank!`` dim orders (plain layouts) they could have, i.e. where layouts went unpriced."""
+    free = [(n, c) for n, c in zip(compiled.graph.nodes, compiled.candidates)
+            if n.pinned is None and n.shape.rank > 1]
+    capped = sum(1 for n, c in free if len(c) < math.factorial(n.shape.rank))
+    return {
+        "max_candidates": cap,
+        "free_arrays": len(free),
+        "arrays_capped": capped,
+        "covers": ("every dim order of every free array" if not capped else
+                   f"the candidate layouts of each array (at most {cap}); {capped} of "
+                   f"{len(free)} free arrays had dim orders left out"),
+    }
 
 
 def _compile(module: Module, options: AssignOptions, cm: CostModel, laps: Laps) -> Compiled:

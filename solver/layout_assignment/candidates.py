@@ -7,14 +7,19 @@ relations, each direction, in relation order: a relation proposes, for one
 side, the layouts that make it free given a candidate of the other side
 (tied ops share orders; broadcast restricts/extends; transpose permutes;
 reshape uses the bitcast layout finders; reduce drops/inserts the reduced
-dims). Each node keeps at most ``cap`` candidates, in discovery order, so a
-rank-r array never sees all r! permutations.
+dims). Each node keeps at most ``cap`` candidates, in discovery order. With ``cap`` at least
+:data:`EVERY_ORDER_CAP`, a rank-r array with ``r! <= cap`` also gets every dim order the closure
+did not find (so ``max_candidates=64`` makes OPTIMAL cover every plain layout of arrays up to
+rank 4); the default cap keeps the closure alone.
 
 Example: ``t = f32[4,8]{?} transpose(p), dimensions={1,0}`` with ``p`` pinned
 to ``{1,0}`` gets candidates ``{1,0}`` (default) and ``{0,1}`` (the bitcast).
 """
 
 from __future__ import annotations
+
+import itertools
+import math
 
 from hlo.bitcast import reshape_input_layout_for_bitcast, reshape_output_layout_for_bitcast
 from hlo.errors import HloError
@@ -23,7 +28,10 @@ from solver.layout_assignment.costs import FRACTAL_Z, NC1HWC0, Candidate, CostMo
 from solver.layout_assignment.layout_graph import LayoutGraph, Relation
 from solver.layout_assignment.rules import preferred_candidates
 
-__all__ = ["candidate_sets"]
+__all__ = ["EVERY_ORDER_CAP", "candidate_sets"]
+
+#: From this cap on, arrays whose every dim order fits under the cap get all of them (4! = 24).
+EVERY_ORDER_CAP = 24
 
 
 def _default(rank: int) -> Candidate:
@@ -169,7 +177,24 @@ def candidate_sets(graph: LayoutGraph, cm: CostModel, *, cap: int = 6,
                             changed = True
         if not changed:
             break
+    if cap >= EVERY_ORDER_CAP:
+        _every_order(graph, sets, fixed, cap)
     return sets
+
+
+def _every_order(graph: LayoutGraph, sets: list[list[Candidate]], fixed: list[bool],
+                 cap: int) -> None:
+    """Where the cap leaves room for every plain dim order of an array (``rank! <= cap``), add
+    the orders the closure did not find, after its own (so an optimum over these candidates
+    is an optimum over every plain layout of that array)."""
+    for node, cands in zip(graph.nodes, sets):
+        rank = node.shape.rank
+        if fixed[node.id] or rank < 2 or math.factorial(rank) > cap:
+            continue
+        have = {c.minor_to_major for c in cands if not c.format}
+        for order in itertools.permutations(range(rank - 1, -1, -1)):
+            if order not in have:
+                cands.append(Candidate(order))
 
 
 def _fits(c: Candidate, shape: ArrayShape) -> bool:

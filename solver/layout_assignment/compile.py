@@ -483,7 +483,10 @@ def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
             broken.append(f"{rel.instruction}: {reason}")
             continue
         if ns:
-            nbytes = physical_bytes(cm.laid_out(rel.shape, cu), cu.format)
+            # The bytes of the value the relation moves: a reduce's output (``reduce_out``)
+            # has the rank of the consumer's label, not of the operand's.
+            c = cu if len(cu.minor_to_major) == rel.shape.rank else cv
+            nbytes = physical_bytes(cm.laid_out(rel.shape, c), c.format)
             where = rel.instruction or "ROOT"
             terms.append(Term(kind, rel.computation, where, nbytes, ns, reason))
     return sum(t.ns for t in terms), terms, broken

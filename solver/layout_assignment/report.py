@@ -46,6 +46,7 @@ def to_json(result: AssignResult, *, include_hlo: bool = True, include_timings: 
         "model_objective": result.model_objective,
         "lower_bound": result.lower_bound,
         "gap": result.gap,
+        "optimality_scope": dict(result.scope),
         "baselines": dict(result.baselines),
         "baselines_model": dict(result.baselines_model),
         "model": {"objective": result.model_objective,
