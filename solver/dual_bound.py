@@ -394,17 +394,8 @@ class _Layout:
         weight_forward = np.where(forward[slot_edge], share, 0.0)
         weight_backward = np.where(forward[slot_edge], 0.0, share)
 
-        node_bounds = np.searchsorted(level[order], np.arange(int(level.max(initial=-1)) + 2))
-        edge_bounds = np.searchsorted(src, node_bounds)
-        slot_bounds = edge_slot[edge_bounds]
-        classes = []
-        slot_class = np.zeros(len(slot_edge), np.int64)
-        for c in range(len(node_bounds) - 1):
-            d0, d1 = int(edge_bounds[c]), int(edge_bounds[c + 1])
-            s0, s1 = int(slot_bounds[c]), int(slot_bounds[c + 1])
-            slot_class[s0:s1] = c
-            classes.append((d0, d1, s0, s1, int(table_start[d0]), int(table_start[d1]),
-                            int(node_start[node_bounds[c]]), int(node_start[node_bounds[c + 1]])))
+        classes, slot_class = _level_classes(level[order], src, edge_slot, table_start,
+                                             node_start, len(slot_edge))
         entry_base = np.array([c[4] for c in classes], np.int64)
         label_base = np.array([c[6] for c in classes], np.int64)
         degree = np.bincount(src, minlength=n)
@@ -511,3 +502,22 @@ class _Layout:
             edge_min = np.minimum.reduceat(rest, self.edge_slot[d0:d1] - s0)
             total += sum(edge_min[self.lower[d0:d1]].tolist())
         return -(-total // scale)
+
+
+def _level_classes(levels: np.ndarray, src: np.ndarray, edge_slot: np.ndarray,
+                   table_start: np.ndarray, node_start: np.ndarray, slots: int
+                   ) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Per level (nodes in index order), the ranges of its directed edges, slots, table
+    entries and labels; and the level of every slot."""
+    node_bounds = np.searchsorted(levels, np.arange(int(levels.max(initial=-1)) + 2))
+    edge_bounds = np.searchsorted(src, node_bounds)
+    slot_bounds = edge_slot[edge_bounds]
+    classes = []
+    slot_class = np.zeros(slots, np.int64)
+    for c in range(len(node_bounds) - 1):
+        d0, d1 = int(edge_bounds[c]), int(edge_bounds[c + 1])
+        s0, s1 = int(slot_bounds[c]), int(slot_bounds[c + 1])
+        slot_class[s0:s1] = c
+        classes.append((d0, d1, s0, s1, int(table_start[d0]), int(table_start[d1]),
+                        int(node_start[node_bounds[c]]), int(node_start[node_bounds[c + 1]])))
+    return classes, slot_class

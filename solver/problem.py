@@ -123,6 +123,44 @@ def make_problem(
     usage_per_label)``; ``forbidden`` are ``(node, label)`` pairs, folded into the
     unary costs as :data:`FORBIDDEN`. Raises :class:`ProblemError` naming the part.
     """
+    nodes = _checked_nodes(unary, forbidden)
+    checked_edges = _checked_edges(nodes, edges)
+    checked_ties = _checked_ties(nodes, ties)
+    if memory_limit is not None and (not isinstance(memory_limit, (int, np.integer))
+                                     or memory_limit < 0):
+        raise ProblemError(f"memory limit: {memory_limit!r} is not a non-negative integer")
+    checked_memory = _checked_memory(nodes, memory)
+    checked_fixed = _checked_fixed(fixed_memory)
+    if names is not None and len(names) != len(nodes):
+        raise ProblemError(f"names: {len(names)} names for {len(nodes)} nodes")
+    return Problem(
+        unary=tuple(nodes),
+        edges=tuple(checked_edges),
+        ties=tuple(checked_ties),
+        memory=tuple(checked_memory),
+        fixed_memory=tuple(checked_fixed),
+        memory_limit=None if memory_limit is None else int(memory_limit),
+        names=None if names is None else tuple(str(x) for x in names),
+    )
+
+
+def _check_node(nodes: list[np.ndarray], node: object, what: str) -> int:
+    n = len(nodes)
+    if not isinstance(node, (int, np.integer)) or not 0 <= int(node) < n:
+        raise ProblemError(f"{what}: node {node!r} is not in 0..{n - 1}")
+    return int(node)
+
+
+def _check_label(nodes: list[np.ndarray], node: int, label: object, what: str) -> int:
+    k = len(nodes[node])
+    if not isinstance(label, (int, np.integer)) or not 0 <= int(label) < k:
+        raise ProblemError(f"{what}: label {label!r} is not in 0..{k - 1} of node {node}")
+    return int(label)
+
+
+def _checked_nodes(unary: Sequence[Sequence[int] | np.ndarray],
+                   forbidden: Iterable[tuple[int, int]]) -> list[np.ndarray]:
+    """The unary cost rows, frozen, with the forbidden labels at :data:`FORBIDDEN`."""
     nodes: list[np.ndarray] = []
     for i, costs in enumerate(unary):
         array = _frozen_array(costs, f"node {i}", 1)
@@ -132,30 +170,21 @@ def make_problem(
         if array.min() < 0 or array.max() > FORBIDDEN:
             raise ProblemError(f"node {i}: unary costs must lie in [0, FORBIDDEN]")
         nodes.append(array)
-    n = len(nodes)
-
-    def check_node(node: object, what: str) -> int:
-        if not isinstance(node, (int, np.integer)) or not 0 <= int(node) < n:
-            raise ProblemError(f"{what}: node {node!r} is not in 0..{n - 1}")
-        return int(node)
-
-    def check_label(node: int, label: object, what: str) -> int:
-        k = len(nodes[node])
-        if not isinstance(label, (int, np.integer)) or not 0 <= int(label) < k:
-            raise ProblemError(f"{what}: label {label!r} is not in 0..{k - 1} of node {node}")
-        return int(label)
-
     for node, label in forbidden:
-        node = check_node(node, "forbidden label")
-        nodes[node][check_label(node, label, f"forbidden label of node {node}")] = FORBIDDEN
+        node = _check_node(nodes, node, "forbidden label")
+        nodes[node][_check_label(nodes, node, label, f"forbidden label of node {node}")] = FORBIDDEN
     for array in nodes:
         array.flags.writeable = False
+    return nodes
 
-    checked_edges: list[Edge] = []
+
+def _checked_edges(nodes: list[np.ndarray], edges: Iterable[tuple[int, int, object] | Edge]
+                   ) -> list[Edge]:
+    checked: list[Edge] = []
     for k, item in enumerate(edges):
         u, v, table = (item.u, item.v, item.costs) if isinstance(item, Edge) else item
         what = f"edge {k} ({u}, {v})"
-        u, v = check_node(u, what), check_node(v, what)
+        u, v = _check_node(nodes, u, what), _check_node(nodes, v, what)
         if u == v:
             raise ProblemError(f"{what}: joins a node to itself")
         costs = _frozen_array(table, what, 2)
@@ -163,17 +192,22 @@ def make_problem(
             raise ProblemError(
                 f"{what}: table shape {costs.shape} != ({len(nodes[u])}, {len(nodes[v])})"
             )
-        checked_edges.append(Edge(u, v, costs))
+        checked.append(Edge(u, v, costs))
     # The cost range of all tables at once (one pass instead of two per table);
     # the first offending table is named.
-    if checked_edges:
-        flat = np.concatenate([e.costs.ravel() for e in checked_edges])
+    if checked:
+        flat = np.concatenate([e.costs.ravel() for e in checked])
         if flat.size and (flat.min() < 0 or flat.max() > FORBIDDEN):
-            for k, e in enumerate(checked_edges):
+            for k, e in enumerate(checked):
                 if e.costs.size and (e.costs.min() < 0 or e.costs.max() > FORBIDDEN):
                     raise ProblemError(f"edge {k} ({e.u}, {e.v}): costs must lie in [0, FORBIDDEN]")
+    return checked
 
-    checked_ties: list[Tie] = []
+
+def _checked_ties(nodes: list[np.ndarray],
+                  ties: Iterable[tuple[int, int] | tuple[int, int, Sequence[int | None] | None]
+                                 | Tie]) -> list[Tie]:
+    checked: list[Tie] = []
     for k, item in enumerate(ties):
         if isinstance(item, Tie):
             u, v, mapping = item.u, item.v, item.mapping
@@ -181,7 +215,7 @@ def make_problem(
             u, v, *rest = item
             mapping = rest[0] if rest else None
         what = f"tie {k} ({u}, {v})"
-        u, v = check_node(u, what), check_node(v, what)
+        u, v = _check_node(nodes, u, what), _check_node(nodes, v, what)
         if u == v:
             raise ProblemError(f"{what}: ties a node to itself")
         if mapping is None:
@@ -195,20 +229,23 @@ def make_problem(
             if len(mapping) != len(nodes[u]):
                 raise ProblemError(f"{what}: mapping has {len(mapping)} entries, node {u} has "
                                    f"{len(nodes[u])} labels")
-            mapping = tuple(None if b is None else check_label(v, b, what) for b in mapping)
-        checked_ties.append(Tie(u, v, mapping))
+            mapping = tuple(None if b is None else _check_label(nodes, v, b, what)
+                            for b in mapping)
+        checked.append(Tie(u, v, mapping))
+    return checked
 
-    if memory_limit is not None and (not isinstance(memory_limit, (int, np.integer))
-                                     or memory_limit < 0):
-        raise ProblemError(f"memory limit: {memory_limit!r} is not a non-negative integer")
-    checked_memory: list[MemoryUse] = []
+
+def _checked_memory(nodes: list[np.ndarray],
+                    memory: Iterable[tuple[int, int, int, Sequence[int]] | MemoryUse]
+                    ) -> list[MemoryUse]:
+    checked: list[MemoryUse] = []
     for k, item in enumerate(memory):
         if isinstance(item, MemoryUse):
             node, start, end, usage = item.node, item.start, item.end, item.usage
         else:
             node, start, end, usage = item
         what = f"memory use {k} of node {node}"
-        node = check_node(node, what)
+        node = _check_node(nodes, node, what)
         if not int(start) <= int(end):
             raise ProblemError(f"{what}: interval [{start}, {end}) is reversed")
         array = _frozen_array(usage, what, 1)
@@ -216,25 +253,19 @@ def make_problem(
             raise ProblemError(f"{what}: {array.size} usages for {len(nodes[node])} labels")
         if array.size and array.min() < 0:
             raise ProblemError(f"{what}: usage must be non-negative")
-        checked_memory.append(MemoryUse(node, int(start), int(end), array))
-    checked_fixed: list[FixedUse] = []
+        checked.append(MemoryUse(node, int(start), int(end), array))
+    return checked
+
+
+def _checked_fixed(fixed_memory: Iterable[tuple[int, int, int] | FixedUse]) -> list[FixedUse]:
+    checked: list[FixedUse] = []
     for k, item in enumerate(fixed_memory):
         start, end, amount = (item.start, item.end, item.amount) if isinstance(item, FixedUse) \
             else item
         if not int(start) <= int(end) or int(amount) < 0:
             raise ProblemError(f"fixed memory use {k}: needs start <= end and amount >= 0")
-        checked_fixed.append(FixedUse(int(start), int(end), int(amount)))
-    if names is not None and len(names) != n:
-        raise ProblemError(f"names: {len(names)} names for {n} nodes")
-    return Problem(
-        unary=tuple(nodes),
-        edges=tuple(checked_edges),
-        ties=tuple(checked_ties),
-        memory=tuple(checked_memory),
-        fixed_memory=tuple(checked_fixed),
-        memory_limit=None if memory_limit is None else int(memory_limit),
-        names=None if names is None else tuple(str(x) for x in names),
-    )
+        checked.append(FixedUse(int(start), int(end), int(amount)))
+    return checked
 
 
 def trivial_bound(problem: Problem) -> int:

@@ -63,124 +63,136 @@ def measured_report(module, ours, target: str, baseline: Path | None, reps: int)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("assign")
-    def assign_command(
-        path: Path = typer.Argument(..., help="HLO text file (.hlo or .hlo.gz)."),
-        target: str = typer.Option("cpu", "-t", "--target", help="Built-in target or a target file."),
-        entry_layout: str = typer.Option("fixed", "--entry-layout", help="fixed | auto"),
-        time_limit: float = typer.Option(
-            10.0, "--time-limit", help="Wall-clock limit of the whole assignment (s)."),
-        out: Path | None = typer.Option(None, "-o", "--out", help="Write the laid-out module here."),
-        report: Path | None = typer.Option(None, "--report", help="Write the JSON report here."),
-        html: Path | None = typer.Option(
-            None, "--html", help="Write the report as one self-contained HTML page here (graph, "
-                                 "conversions, annotated module, memory-order pictures)."),
-        emit_bitcasts: bool = typer.Option(False, "--emit-bitcasts",
-                                           help="Write free transposes/reshapes as bitcast."),
-        normalize: bool | None = typer.Option(
-            None, "--normalize/--no-normalize",
-            help="Run normalization passes on the result (default: what the target asks for; "
-                 "--normalize on a target that asks for none runs normalize-reductions)."),
-        passes: str | None = typer.Option(
-            None, "--passes", help="Comma-separated normalization passes to run, in order."),
-        measure: bool = typer.Option(
-            False, "--measure",
-            help="Run the result and XLA's own layouts in XLA:CPU and add a 'measured' section "
-                 "(needs the xla extra)."),
-        baseline: Path | None = typer.Option(
-            None, "--baseline",
-            help="XLA's layouts from this laid-out module instead of XLA's layout-assignment "
-                 "pass (implies --measure)."),
-        reps: int = typer.Option(10, "--reps", min=1, help="Timed rounds for --measure."),
-        progress: bool | None = typer.Option(
-            None, "--progress/--no-progress",
-            help="Show the step, the best cost so far, the bound and the gap on stderr while "
-                 "solving (default: when stderr is a terminal)."),
-    ) -> None:
-        """Assign layouts to FILE; print the module (or write it to -o) and a summary."""
-        if entry_layout not in ("fixed", "auto"):
-            typer.echo(f"error: --entry-layout must be fixed or auto, not {entry_layout!r}", err=True)
-            raise typer.Exit(code=2)
-        try:
-            requested = _normalization(normalize, passes, target)
-        except HloError as err:
-            typer.echo(f"error: {err.message}", err=True)
-            raise typer.Exit(code=2) from None
-        module = load_module(path)
-        # The parsed module lives until the command ends and holds no cycles: keep the
-        # cyclic collector from rescanning it (on 10k-instruction modules its full
-        # collections cost seconds).
-        gc.freeze()
-        options = AssignOptions(target=target, entry_layout=entry_layout,  # type: ignore[arg-type]
-                                time_limit=time_limit, emit_bitcasts=emit_bitcasts,
-                                normalize=requested)
-        shown = progress if progress is not None else sys.stderr.isatty()
-        watch = throttled(ProgressLine(sys.stderr), REDRAW_S) if shown else None
-        try:
-            result = assign(module, options, progress=watch)
-        except (HloError, AssignmentError) as err:
-            typer.echo(f"{path}: error: {getattr(err, 'message', err)}", err=True)
-            raise typer.Exit(code=2) from None
-        measured = None
-        if measure or baseline is not None:
-            measured = measured_report(module, result.module, target, baseline, reps)
-        text = print_module(result.module)
-        if out is not None:
-            out.write_text(text)
-        else:
-            typer.echo(text, nl=False)
-        if report is not None:
-            data = to_json(result)
-            if measured is not None:
-                data["measured"] = measured
-            report.write_text(json.dumps(data, indent=1))
-        if html is not None:
-            from service.explorer.page import assign_report_html
+    app.command("assign")(assign_command)
+    app.command("score")(score_command)
 
-            page = to_json(result)
-            if measured is not None:
-                page["measured"] = measured
-            html.write_text(assign_report_html(page))
-        s = summary(result)
-        table = Table(title=f"{s['module']} on {s['target']}")
-        for key in ("status", "objective_ns", "lower_bound_ns", "default_ns", "greedy_ns",
-                    "copies_inserted", "time_ms"):
-            table.add_row(key, str(s[key]))
-            if key == "lower_bound_ns" and s["gap"] is not None:
-                table.add_row("gap", f"{100 * s['gap']:.2f} %")
-        norm = result.normalization
-        table.add_row("normalized", (", ".join(norm.passes) or "none") + (
-            f" ({len(norm.reductions_normalized)} reduces)" if norm.passes else ""))
-        Console(stderr=out is None).print(table)
-        if measured is not None:
-            print_measured(measured, Console(stderr=out is None, width=120))
-            code = exit_code(measured)
-            if code:
-                raise typer.Exit(code=code)
-        if result.violations:
-            for v in result.violations:
-                typer.echo(f"{path}: error: {v}", err=True)
-            raise typer.Exit(code=1)
 
-    @app.command("score")
-    def score_command(
-        path: Path = typer.Argument(..., help="A laid-out HLO module (e.g. XLA's after_layout)."),
-        target: str = typer.Option(..., "-t", "--target", help="Built-in target or a target file."),
-        as_json: bool = typer.Option(False, "--json", help="Print the full JSON breakdown."),
-    ) -> None:
-        """The cost of the layouts already in FILE under the target's cost model."""
-        module = load_module(path)
-        try:
-            result = score(module, target)
-        except HloError as err:
-            typer.echo(f"{path}: error: {err.message}", err=True)
-            raise typer.Exit(code=2) from None
-        if as_json:
-            typer.echo(json.dumps(result.to_json(), indent=1))
-            return
-        table = Table(title=f"{module.name} on {result.target}: {result.total} ns")
-        table.add_column("kind")
-        table.add_column("ns", justify="right")
-        for kind, ns in result.breakdown().items():
-            table.add_row(kind, str(ns))
-        Console().print(table)
+def assign_command(
+    path: Path = typer.Argument(..., help="HLO text file (.hlo or .hlo.gz)."),
+    target: str = typer.Option("cpu", "-t", "--target", help="Built-in target or a target file."),
+    entry_layout: str = typer.Option("fixed", "--entry-layout", help="fixed | auto"),
+    time_limit: float = typer.Option(
+        10.0, "--time-limit", help="Wall-clock limit of the whole assignment (s)."),
+    out: Path | None = typer.Option(None, "-o", "--out", help="Write the laid-out module here."),
+    report: Path | None = typer.Option(None, "--report", help="Write the JSON report here."),
+    html: Path | None = typer.Option(
+        None, "--html", help="Write the report as one self-contained HTML page here (graph, "
+                             "conversions, annotated module, memory-order pictures)."),
+    emit_bitcasts: bool = typer.Option(False, "--emit-bitcasts",
+                                       help="Write free transposes/reshapes as bitcast."),
+    normalize: bool | None = typer.Option(
+        None, "--normalize/--no-normalize",
+        help="Run normalization passes on the result (default: what the target asks for; "
+             "--normalize on a target that asks for none runs normalize-reductions)."),
+    passes: str | None = typer.Option(
+        None, "--passes", help="Comma-separated normalization passes to run, in order."),
+    measure: bool = typer.Option(
+        False, "--measure",
+        help="Run the result and XLA's own layouts in XLA:CPU and add a 'measured' section "
+             "(needs the xla extra)."),
+    baseline: Path | None = typer.Option(
+        None, "--baseline",
+        help="XLA's layouts from this laid-out module instead of XLA's layout-assignment "
+             "pass (implies --measure)."),
+    reps: int = typer.Option(10, "--reps", min=1, help="Timed rounds for --measure."),
+    progress: bool | None = typer.Option(
+        None, "--progress/--no-progress",
+        help="Show the step, the best cost so far, the bound and the gap on stderr while "
+             "solving (default: when stderr is a terminal)."),
+) -> None:
+    """Assign layouts to FILE; print the module (or write it to -o) and a summary."""
+    if entry_layout not in ("fixed", "auto"):
+        typer.echo(f"error: --entry-layout must be fixed or auto, not {entry_layout!r}", err=True)
+        raise typer.Exit(code=2)
+    try:
+        requested = _normalization(normalize, passes, target)
+    except HloError as err:
+        typer.echo(f"error: {err.message}", err=True)
+        raise typer.Exit(code=2) from None
+    module = load_module(path)
+    # The parsed module lives until the command ends and holds no cycles: keep the
+    # cyclic collector from rescanning it (on 10k-instruction modules its full
+    # collections cost seconds).
+    gc.freeze()
+    options = AssignOptions(target=target, entry_layout=entry_layout,  # type: ignore[arg-type]
+                            time_limit=time_limit, emit_bitcasts=emit_bitcasts,
+                            normalize=requested)
+    shown = progress if progress is not None else sys.stderr.isatty()
+    watch = throttled(ProgressLine(sys.stderr), REDRAW_S) if shown else None
+    try:
+        result = assign(module, options, progress=watch)
+    except (HloError, AssignmentError) as err:
+        typer.echo(f"{path}: error: {getattr(err, 'message', err)}", err=True)
+        raise typer.Exit(code=2) from None
+    measured = None
+    if measure or baseline is not None:
+        measured = measured_report(module, result.module, target, baseline, reps)
+    _write_outputs(result, measured, out, report, html)
+    Console(stderr=out is None).print(_summary_table(result))
+    if measured is not None:
+        print_measured(measured, Console(stderr=out is None, width=120))
+        code = exit_code(measured)
+        if code:
+            raise typer.Exit(code=code)
+    if result.violations:
+        for v in result.violations:
+            typer.echo(f"{path}: error: {v}", err=True)
+        raise typer.Exit(code=1)
+
+
+def score_command(
+    path: Path = typer.Argument(..., help="A laid-out HLO module (e.g. XLA's after_layout)."),
+    target: str = typer.Option(..., "-t", "--target", help="Built-in target or a target file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full JSON breakdown."),
+) -> None:
+    """The cost of the layouts already in FILE under the target's cost model."""
+    module = load_module(path)
+    try:
+        result = score(module, target)
+    except HloError as err:
+        typer.echo(f"{path}: error: {err.message}", err=True)
+        raise typer.Exit(code=2) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=1))
+        return
+    table = Table(title=f"{module.name} on {result.target}: {result.total} ns")
+    table.add_column("kind")
+    table.add_column("ns", justify="right")
+    for kind, ns in result.breakdown().items():
+        table.add_row(kind, str(ns))
+    Console().print(table)
+
+
+def _write_outputs(result, measured: dict | None, out: Path | None, report: Path | None,
+                   html: Path | None) -> None:
+    """The laid-out module (to ``out`` or stdout), the JSON report and the HTML page."""
+    text = print_module(result.module)
+    if out is not None:
+        out.write_text(text)
+    else:
+        typer.echo(text, nl=False)
+    if report is None and html is None:
+        return
+    data = to_json(result)
+    if measured is not None:
+        data["measured"] = measured
+    if report is not None:
+        report.write_text(json.dumps(data, indent=1))
+    if html is not None:
+        from service.explorer.page import assign_report_html
+
+        html.write_text(assign_report_html(data))
+
+
+def _summary_table(result) -> Table:
+    s = summary(result)
+    table = Table(title=f"{s['module']} on {s['target']}")
+    for key in ("status", "objective_ns", "lower_bound_ns", "default_ns", "greedy_ns",
+                "copies_inserted", "time_ms"):
+        table.add_row(key, str(s[key]))
+        if key == "lower_bound_ns" and s["gap"] is not None:
+            table.add_row("gap", f"{100 * s['gap']:.2f} %")
+    norm = result.normalization
+    table.add_row("normalized", (", ".join(norm.passes) or "none") + (
+        f" ({len(norm.reductions_normalized)} reduces)" if norm.passes else ""))
+    return table

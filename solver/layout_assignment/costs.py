@@ -118,7 +118,8 @@ class CostModel:
         return hit
 
 
-@lru_cache(maxsize=None)
+#: Bounded: the service's workers live long and see many modules' shapes.
+@lru_cache(maxsize=65536)
 def physical_bytes(shape: ArrayShape, fmt: str = "") -> int:
     """Bytes in memory, tile padding included (FRACTAL_Z through its split layout)."""
     if fmt == FRACTAL_Z and shape.rank == 4:
