@@ -10,7 +10,7 @@ either runs here or is refused by name (:data:`REFUSED`, with the reason):
   LAPACK, the library jaxlib itself calls (:mod:`hlo.interpreter.lapack`);
 * ``TopK`` (XLA:CPU's own target, which XLA's ``TopkRewriter`` makes from a
   sort): the ``k`` first elements of each row of a stable sort by its
-  comparator, with their s32 indices;
+  comparator (of values, or of (value, s32 index) pairs), with their indices;
 * ``cpu_csr_sparse_dense_ffi`` (``data, indptr, indices, rhs``): a CSR matrix
   with as many rows as the result times a dense matrix or vector;
 * ``dce_sink`` (a side-effecting call with no results that only keeps JAX from
@@ -122,7 +122,13 @@ def _top_k(m: Machine, instr: Instruction, ops: list[Value]) -> Value:
         raise error_at(instr, "TopK takes f[n] or f[batch,n] and returns (values, s32 indices)")
     k = specs[0][0][-1]
     rows = x.reshape(-1, x.shape[-1])
-    order = stable_order(m, called[0].name, [rows])[:, :k]
+    # The comparator compares values, or (value, index) pairs when it came from a sort of both.
+    arity = len(m.computation(called[0].name).parameter_instructions())
+    if arity not in (2, 4):
+        raise error_at(instr, f"TopK comparator takes {arity} parameters, not 2 or 4")
+    keys = [rows] if arity == 2 else [rows, np.broadcast_to(np.arange(rows.shape[1], dtype=np.int32),
+                                                            rows.shape)]
+    order = stable_order(m, called[0].name, keys)[:, :k]
     values = np.take_along_axis(rows, order, axis=1)
     return values.reshape(specs[0][0]), order.astype(np.int32).reshape(specs[1][0])
 

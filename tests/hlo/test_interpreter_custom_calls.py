@@ -195,12 +195,26 @@ def _cases():
     return cases
 
 
-def _topk_module(shape: tuple[int, ...], k: int) -> str:
+#: XLA's comparators for TopK: of values, and of (value, index) pairs as it leaves a
+#: sort's comparator (total order on the bits, greater first), as in after_layout modules.
+_GREATER = {
+    2: "  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+       "  ROOT gt = pred[] compare(a, b), direction=GT\n",
+    4: "  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  i = s32[] parameter(2)\n"
+       "  j = s32[] parameter(3)\n  ai = s32[] bitcast-convert(a)\n  bi = s32[] bitcast-convert(b)\n"
+       "  zero = s32[] constant(0)\n  big = s32[] constant(2147483647)\n"
+       "  an = pred[] compare(ai, zero), direction=LT\n  bn = pred[] compare(bi, zero), direction=LT\n"
+       "  ax = s32[] xor(big, ai)\n  bx = s32[] xor(big, bi)\n"
+       "  ak = s32[] select(an, ax, ai)\n  bk = s32[] select(bn, bx, bi)\n"
+       "  ROOT gt = pred[] compare(ak, bk), direction=GT\n",
+}
+
+
+def _topk_module(shape: tuple[int, ...], k: int, arity: int) -> str:
     """XLA:CPU's form of a top-k (what its TopkRewriter emits for ``jax.lax.top_k``)."""
     dims = ",".join(map(str, shape))
     out = ",".join(map(str, shape[:-1] + (k,)))
-    return ("HloModule topk\n\ngreater {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-            "  ROOT gt = pred[] compare(a, b), direction=GT\n}\n\n"
+    return (f"HloModule topk\n\ngreater {{\n{_GREATER[arity]}}}\n\n"
             f"ENTRY main {{\n  x = f32[{dims}] parameter(0)\n"
             f"  ROOT t = (f32[{out}], s32[{out}]) custom-call(x), custom_call_target=\"TopK\", "
             "called_computations={greater}\n}\n")
@@ -212,14 +226,14 @@ def _topk_cases():
 
     out = []
     gen = np.random.default_rng(5)
-    for shape, k in (((3, 10), 4), ((17,), 5), ((2, 64), 7)):
+    for (shape, k), arity in zip((((3, 10), 4), ((17,), 5), ((2, 64), 7), ((4, 9), 2)), (2, 4, 2, 4)):
         # jax.lax.top_k compiles to this very custom-call on CPU:
         compiled = jax.jit(lambda a, k=k: jax.lax.top_k(a, k)).lower(
             jnp.zeros(shape, jnp.float32)).compile().as_text()
         assert 'custom_call_target="TopK"' in compiled
         x = gen.integers(-4, 5, size=shape).astype(np.float32)  # many ties
         x.reshape(-1)[::7] += gen.standard_normal(x.size)[::7].astype(np.float32)
-        out.append((f"TopK:{shape}:{k}", _topk_module(shape, k), "TopK", [x], set()))
+        out.append((f"TopK:{shape}:{k}:{arity}", _topk_module(shape, k, arity), "TopK", [x], set()))
     return out
 
 
