@@ -177,7 +177,15 @@ def _undefined(target: str, attrs: str) -> set[int]:
 def _cases():
     import jax
 
-    jax.config.update("jax_enable_x64", True)
+    # 64-bit types only while these modules are lowered: the flag is process-wide and other
+    # tests of the same process compare against jax's 32-bit defaults.
+    with jax.enable_x64(True):
+        return _cases_x64()
+
+
+def _cases_x64():
+    import jax
+
     gen = np.random.default_rng(13)
     cases, seen = [], set()
     for name, (fn, shapes) in _functions().items():

@@ -42,11 +42,19 @@ def _cases():
 
 
 def _jax_modules():
+    import jax
+
+    # 64-bit types only while these modules are lowered: the flag is process-wide and other
+    # tests of the same process compare against jax's 32-bit defaults.
+    with jax.enable_x64(True):
+        return _jax_modules_x64()
+
+
+def _jax_modules_x64():
     """Modules lowered by jax.random for each PRNG implementation, as (name, text, args)."""
     import jax
     import jax.numpy as jnp
 
-    jax.config.update("jax_enable_x64", True)
     out = []
     for impl in ("threefry2x32", "rbg", "unsafe_rbg"):
         key = jax.random.key_data(jax.random.key(3, impl=impl))
