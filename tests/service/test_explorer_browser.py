@@ -78,6 +78,7 @@ def open_page(driver: Any, base_url: str) -> None:
         driver.find_element(By.ID, "token").send_keys(TOKEN)
         driver.find_element(By.CSS_SELECTOR, "#token-form button").click()
         wait_for(driver, "return document.getElementById('example').options.length > 1", 20)
+    wait_for(driver, "return document.getElementById('target').dataset.loaded", 20)
 
 
 def paste(driver: Any, element_id: str, text: str) -> None:
@@ -343,6 +344,9 @@ return [(x - s.ox) * s.scale, (y - s.oy) * s.scale];
 
 def test_examples_folding_and_links(driver: Any, base_url: str) -> None:
     open_page(driver, base_url)
+    listed = httpx.get(base_url + "/v1/targets", headers=AUTH).json()["targets"]
+    targets = [t["name"] for t in listed]
+    assert [o.text for o in Select(driver.find_element(By.ID, "target")).options] == targets
     Select(driver.find_element(By.ID, "example")).select_by_value("rnn_scan_fwd")
     text, xla_text = example("rnn_scan_fwd")
     wait_for(driver, "return document.getElementById('hlo').value.length > 0", 20)
@@ -432,13 +436,15 @@ return [...document.querySelectorAll('input, select, textarea, button')].filter(
 """
 
 
-def test_accessibility_basics(driver: Any, base_url: str) -> None:
+def test_accessibility_basics(driver: Any, base_url: str, shots: Path) -> None:
     open_page(driver, base_url)
     paste(driver, "hlo", EXAMPLE.read_text())
     Select(driver.find_element(By.ID, "target")).select_by_visible_text("tpu")
     driver.find_element(By.ID, "run").click()
     wait_for(driver, "return document.getElementById('status').textContent.includes('conversions')",
              120)
+    driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(str(shots / "page-top.png"))
     assert driver.execute_script(UNLABELLED) == []
     assert driver.execute_script(CONTRAST) == []
     assert driver.find_element(By.ID, "status").get_attribute("role") == "status"

@@ -710,6 +710,11 @@
     try {
       const names = await api("/v1/examples");
       for (const name of names) $("example").append(el("option", { value: name }, name));
+      const targets = (await api("/v1/targets")).targets;
+      const select = $("target"), chosen = select.value;
+      select.replaceChildren(...targets.map((t) => el("option", { value: t.name }, t.name)));
+      select.value = targets.some((t) => t.name === chosen) ? chosen : targets[0].name;
+      select.dataset.loaded = "true";
     } catch (err) {
       setStatus(err.message, true);
     }
