@@ -25,10 +25,9 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from hlo.buffers import value_leaves
 from hlo.errors import LayoutDependentBitcast, LayoutError, Location
 from hlo.ir import Module
-from hlo.shape import ArrayShape, Layout, element_bits
+from hlo.shape import ArrayShape, Layout, element_bits, leaf_arrays
 from hlo.tiling import element_storage_bits, offset_terms, physical_element_count, physical_offsets
 
 
@@ -384,7 +383,7 @@ def fully_laid_out(module: Module) -> bool:
     """Every array of rank 1 or more in ``module`` has a layout written."""
     return all(leaf.layout is not None or leaf.rank == 0
                for comp in module.computations for instr in comp.instructions
-               for _, leaf in value_leaves(instr.shape))
+               for _, leaf in leaf_arrays(instr.shape))
 
 
 def reject_layout_dependent_bitcasts(module: Module) -> None:

@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from hlo.ir import Instruction, Module
 from hlo.shape import ArrayShape, Shape, TupleShape, leaf_arrays
 
-__all__ = ["Buffer", "BufferAnalysis", "FORWARDING", "Position", "analyze_buffers",
-           "value_leaves", "is_reader"]
+__all__ = ["Buffer", "BufferAnalysis", "FORWARDING", "Position", "analyze_buffers", "is_reader"]
 
 #: ``(computation, instruction, path)``: one array leaf of one result.
 Position = tuple[str, str, tuple[int, ...]]
@@ -46,11 +45,6 @@ _BOUNDARY = frozenset({"while", "call", "conditional", "fusion", "async-start"})
 def is_reader(opcode: str) -> bool:
     """Whether an operand use by ``opcode`` reads the operand's bytes."""
     return opcode not in FORWARDING and opcode not in _BOUNDARY
-
-
-def value_leaves(shape: Shape) -> list[tuple[tuple[int, ...], ArrayShape]]:
-    """Array leaves of ``shape`` with their paths (tokens and opaques skipped)."""
-    return leaf_arrays(shape)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +97,7 @@ def _ref_name(value: object) -> str | None:
 
 def _union_shapes(uf: _UnionFind, a: tuple[str, str], a_prefix: tuple[int, ...], shape: Shape,
                   b: tuple[str, str], b_prefix: tuple[int, ...]) -> None:
-    for path, _ in value_leaves(shape):
+    for path, _ in leaf_arrays(shape):
         uf.union((*a, a_prefix + path), (*b, b_prefix + path))
 
 
@@ -114,7 +108,7 @@ def analyze_buffers(module: Module) -> BufferAnalysis:
     comps = {c.name: c for c in module.computations}
     for comp in module.computations:
         for instr in comp.instructions:
-            for path, _ in value_leaves(instr.shape):
+            for path, _ in leaf_arrays(instr.shape):
                 pos = (comp.name, instr.name, path)
                 uf.add(pos)
                 order.append(pos)
@@ -158,7 +152,7 @@ def analyze_buffers(module: Module) -> BufferAnalysis:
             if not is_reader(instr.opcode):
                 continue
             for name in instr.operands:
-                for path, _ in value_leaves(shapes.get(name, TupleShape(()))):
+                for path, _ in leaf_arrays(shapes.get(name, TupleShape(()))):
                     root = uf.find((comp.name, name, path))
                     reads[root] = reads.get(root, 0) + 1
     buffers: list[Buffer] = []

@@ -220,6 +220,14 @@ class Instruction:
         return tuple(names)
 
 
+def computation_name(value: AttrValue) -> str | None:
+    """The computation an attribute value names (``body=%b``, or a one-element list
+    ``calls={%f}``), else ``None``."""
+    if isinstance(value, tuple) and len(value) == 1:
+        value = value[0]
+    return value.name if isinstance(value, ComputationRef) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Parameter:
     """One entry of a computation signature ``(p0: f32[2], p1: s32[])``."""

@@ -105,9 +105,9 @@ from typing import Iterator
 
 from hlo.bitcast import bitcast_kind
 from hlo.errors import HloError, Location, VerifyError
-from hlo.ir import Computation, Instruction, Module, ProgramShape
+from hlo.ir import Computation, Instruction, Module, ProgramShape, computation_name
 from hlo.opcode_facts import SHARED_LAYOUT, TIED, VARIADIC_TIED
-from hlo.shape import ArrayShape, Layout, Shape, TupleShape, element_bits
+from hlo.shape import ArrayShape, Layout, Shape, TupleShape, element_bits, leaf_arrays
 from hlo.tiling import physical_size_bytes, tiling_plan
 
 __all__ = ["LayoutViolation", "check_layouts", "verify_layouts"]
@@ -206,7 +206,7 @@ class _Checker:
 
     # -- rules ------------------------------------------------------------
     def check_valid(self, comp: Computation, instr: Instruction) -> None:
-        for path, leaf in _leaves(instr.shape):
+        for path, leaf in leaf_arrays(instr.shape):
             if leaf.layout is None and leaf.rank > 0:
                 self.report(comp, instr, "layout", "a layout", "none",
                             f"array {leaf.dims_text()}{_where(path)} has no layout")
@@ -317,8 +317,8 @@ class _Checker:
                       f"result must have the layout of the root '{root.name}' of '{callee.name}'")
 
     def check_while(self, comp: Computation, instr: Instruction, init: Instruction) -> None:
-        body = self.comps.get(_ref(instr.attr("body")))
-        cond = self.comps.get(_ref(instr.attr("condition")))
+        body = self.comps.get(computation_name(instr.attr("body")))
+        cond = self.comps.get(computation_name(instr.attr("condition")))
         self.same(comp, instr, "while", init.shape, instr.shape,
                   f"result must have the layout of the init '{init.name}'")
         for role, callee in (("body", body), ("condition", cond)):
@@ -337,7 +337,7 @@ class _Checker:
         if refs is None:
             refs = (instr.attr("true_computation"), instr.attr("false_computation"))
         for j, ref in enumerate(refs if isinstance(refs, tuple) else (refs,)):
-            branch = self.comps.get(_ref(ref))
+            branch = self.comps.get(computation_name(ref))
             if branch is None:
                 continue
             self.check_callee(comp, instr, operands, branch, "conditional", first_operand=j + 1)
@@ -421,7 +421,7 @@ class _Checker:
         elif op == "conditional":
             self.check_conditional(comp, instr, operands)
         elif op in ("call", "fusion"):
-            callee = self.comps.get(_ref(instr.attr("to_apply" if op == "call" else "calls")))
+            callee = self.comps.get(computation_name(instr.attr("to_apply" if op == "call" else "calls")))
             if callee is not None:
                 self.check_callee(comp, instr, operands, callee, op)
         elif op == "custom-call":
@@ -455,21 +455,6 @@ def _only_alignment(a: Layout, b: Layout) -> bool:
                   Layout(b.minor_to_major, b.dim_levels, (), 1, b.index_type, b.pointer_type,
                          b.element_size_bits, 0, b.split_configs, b.physical_shape,
                          b.dynamic_metadata_prefix_bytes), tiles=False)
-
-
-def _leaves(shape: Shape, path: tuple[int, ...] = ()
-            ) -> Iterator[tuple[tuple[int, ...], ArrayShape]]:
-    if isinstance(shape, ArrayShape):
-        yield path, shape
-    elif isinstance(shape, TupleShape):
-        for i, e in enumerate(shape.elements):
-            yield from _leaves(e, (*path, i))
-
-
-def _ref(value: object) -> str | None:
-    if isinstance(value, tuple) and len(value) == 1:
-        value = value[0]
-    return getattr(value, "name", None)
 
 
 def _mtm(mtm: tuple[int, ...]) -> str:

@@ -15,7 +15,6 @@ layouts, inserted conversions, entry layouts) and the laid-out module.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
 from hlo.errors import HloError
@@ -68,20 +67,20 @@ def _run_passes(
 ) -> tuple[Module, list[str], list[str], list[tuple[str, float]]]:
     """``normalize``: apply the passes in order; the module, the passes' full names, notes
     about reduces left as they were, and the time of each pass."""
-    from hlo.passes import apply_pass, pass_names
+    from hlo.passes import apply_passes
 
-    names = pass_names([p.value for p in passes])
+    names: list[str] = []
     notes: list[str] = []
     timings: list[tuple[str, float]] = []
     try:
-        for name in names:
-            clock = time.perf_counter()
-            module, noted = apply_pass(module, name)
-            notes.extend(str(note) for note in noted)
-            timings.append((name, round((time.perf_counter() - clock) * 1000.0, 3)))
+        for run in apply_passes(module, [p.value for p in passes]):
+            names.append(run.name)
+            notes.extend(str(note) for note in run.notes)
+            timings.append((run.name, run.ms))
+            module = run.after
     except HloError as exc:
         raise _fail(exc) from exc
-    return module, list(names), notes, timings
+    return module, names, notes, timings
 
 
 def assign(module: Module, target: Any, options: Options,

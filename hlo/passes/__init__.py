@@ -17,7 +17,8 @@ target's rules ask for after layout assignment.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -95,14 +96,36 @@ def pass_names(names: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class PassRun:
+    """One pass applied: the module before and after it, its notes and its time."""
+
+    name: str
+    before: Module
+    after: Module
+    notes: tuple[PassNote, ...]
+    ms: float
+
+
+def apply_passes(module: Module, names: str | Iterable[str]) -> Iterator[PassRun]:
+    """The one loop that applies passes: the named ones in order, each on the result of
+    the one before, yielded as it finishes (unknown names raise :class:`PassError` before
+    any pass runs)."""
+    for name in pass_names(names):
+        began = time.perf_counter()
+        after, notes = apply_pass(module, name)
+        yield PassRun(name, module, after, notes, round((time.perf_counter() - began) * 1000, 3))
+        module = after
+
+
 def run_passes(module: Module, names: str | Sequence[str], *, verify: bool = False) -> Module:
     """Apply the named passes in order. With ``verify``, the structural verifier
     and the layout verifier run after every pass (a failure raises :class:`PassError`
     naming the pass)."""
-    for name in pass_names(names):
-        module, _ = apply_pass(module, name)
+    for run in apply_passes(module, names):
         if verify:
-            _verify(module, name)
+            _verify(run.after, run.name)
+        module = run.after
     return module
 
 

@@ -23,11 +23,11 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from hlo.bitcast import is_bitcast, transpose_is_bitcast
-from hlo.buffers import Position, value_leaves
+from hlo.buffers import Position
 from hlo.errors import HloError, LayoutError
 from hlo.ir import Computation, Instruction, Module, Parameter, ProgramShape, Verbatim
 from hlo.passes.instruction_sequence import NameTable
-from hlo.shape import ArrayShape, Layout, Shape, TupleShape
+from hlo.shape import ArrayShape, Layout, Shape, TupleShape, leaf_arrays
 
 __all__ = ["Conversion", "LayoutPlan", "apply_layouts", "NAME"]
 
@@ -246,6 +246,6 @@ def layouts_of(module: Module) -> dict[Position, Layout]:
     out: dict[Position, Layout] = {}
     for comp in module.computations:
         for instr in comp.instructions:
-            for path, leaf in value_leaves(instr.shape):
+            for path, leaf in leaf_arrays(instr.shape):
                 out[(comp.name, instr.name, path)] = leaf.effective_layout()
     return out

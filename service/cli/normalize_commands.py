@@ -18,7 +18,7 @@ from hlo.errors import HloError
 from hlo.ir import Module
 from hlo.layout_verifier import verify_layouts
 from hlo.parser import parse_module
-from hlo.passes import DEFAULT_PASSES, PASSES, PassError, apply_pass, pass_names
+from hlo.passes import DEFAULT_PASSES, PASSES, PassError, apply_passes, pass_names
 from hlo.printer import print_module
 from hlo.verifier import collect_errors
 from service.cli.source import located, read_source, source_name
@@ -64,11 +64,11 @@ def register(app: typer.Typer) -> None:
                 for err in errors:
                     typer.echo(located(err, path, text), err=True)
                 raise typer.Exit(code=2)
-            for name in names:
-                module, noted = apply_pass(module, name)
-                for note in noted:
+            for run in apply_passes(module, names):
+                module = run.after
+                for note in run.notes:
                     typer.echo(f"{source}: note: {note}", err=True)
-                if verify and not _verified(module, name, source):
+                if verify and not _verified(module, run.name, source):
                     raise typer.Exit(code=1)
         except HloError as e:
             typer.echo(located(e, path, text), err=True)

@@ -23,8 +23,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from hlo.buffers import value_leaves
 from hlo.ir import Module, ProgramShape
+from hlo.shape import leaf_arrays
 from hlo.layout_verifier import verify_layouts
 from hlo.passes.apply_layouts import apply_layouts
 from hlo.target import Target, load_target
@@ -457,4 +457,4 @@ def _has_auto(module: Module) -> bool:
     if not isinstance(layout, ProgramShape):
         return False
     shapes = list(layout.parameters) + [layout.result]
-    return any(leaf.layout is None and leaf.rank > 0 for s in shapes for _, leaf in value_leaves(s))
+    return any(leaf.layout is None and leaf.rank > 0 for s in shapes for _, leaf in leaf_arrays(s))

@@ -33,10 +33,10 @@ import json
 from dataclasses import dataclass, field
 
 from hlo.bitcast import reject_layout_dependent_bitcasts
-from hlo.buffers import BufferAnalysis, Position, analyze_buffers, value_leaves
-from hlo.ir import Instruction, Module, ProgramShape
+from hlo.buffers import BufferAnalysis, Position, analyze_buffers
+from hlo.ir import Instruction, Module, ProgramShape, computation_name
 from hlo.opcode_facts import LAYOUT_FREE, TIED, VARIADIC_TIED
-from hlo.shape import ArrayShape, Shape, TupleShape
+from hlo.shape import ArrayShape, Shape, TupleShape, leaf_arrays
 from solver.layout_assignment.costs import NC1HWC0, Candidate
 from solver.layout_assignment.rules import rule_op
 
@@ -123,12 +123,6 @@ def _format_of(instr: Instruction) -> str:
     return ""
 
 
-def _ref(value: object) -> str | None:
-    if isinstance(value, tuple) and len(value) == 1:
-        value = value[0]
-    return getattr(value, "name", None)
-
-
 def _dims(value: object) -> tuple[int, ...]:
     if value is None:
         return ()
@@ -166,7 +160,7 @@ class _Builder:
 
     def leaves(self, comp: str, name: str) -> list[tuple[tuple[int, ...], ArrayShape]]:
         instr = self.instrs[comp].get(name)
-        return value_leaves(instr.shape) if instr is not None else []
+        return leaf_arrays(instr.shape) if instr is not None else []
 
     def pin_position(self, comp: str, name: str, path: tuple[int, ...], cand: Candidate) -> None:
         node = self.leaf(comp, name, path)
@@ -258,13 +252,13 @@ class _Builder:
         declared = layout.parameters if isinstance(layout, ProgramShape) else ()
         for k, p in enumerate(params):
             decl = declared[k] if k < len(declared) else p.shape
-            for path, leaf in value_leaves(decl):
+            for path, leaf in leaf_arrays(decl):
                 cand = _cand(leaf)
                 if cand is not None and not self.entry_auto:
                     self.pin_position(entry.name, p.name, path, cand)
         result = layout.result if isinstance(layout, ProgramShape) else entry.root_instruction.shape
         root = entry.root_instruction
-        for path, leaf in value_leaves(result):
+        for path, leaf in leaf_arrays(result):
             cand = None if self.entry_auto else _cand(leaf)
             if self.actual:
                 cand = _cand(leaf) or _cand(_leaf(root.shape, path))
@@ -304,7 +298,7 @@ class _Builder:
         if instr.attr("constrain_layout") is True and not self.actual:
             # A layout-constrained collective (``constrain_layout=true``) keeps the
             # layouts it is written with: its operands are converted to them.
-            for path, leaf in value_leaves(instr.shape):
+            for path, leaf in leaf_arrays(instr.shape):
                 cand = _cand(leaf)
                 if cand is not None:
                     self.pin_position(comp, here, path, cand)
@@ -340,20 +334,20 @@ class _Builder:
                 v = self.view(comp, instr, k, (), shape, None)
                 self.prefer(v, comp, instr, "operand", k)
                 self.relate("convert", self.leaf(comp, name, ()), v, comp, here, k, (), name, shape)
-            for path, _ in value_leaves(instr.shape)[:1]:
+            for path, _ in leaf_arrays(instr.shape)[:1]:
                 node = self.leaf(comp, here, path)
                 if node is not None:
                     self.prefer(node, comp, instr, "result", 0)
         elif op == "custom-call":
             self.custom_call(comp, instr, shapes)
         elif op == "while":
-            body = self.comps.get(_ref(instr.attr("body")) or "")
+            body = self.comps.get(computation_name(instr.attr("body")) or "")
             if instr.operands:
                 self.convert_leaves(comp, here, 0, instr.operands[0], comp, here, reader=False)
             if body is not None:
                 self.convert_leaves(body.name, "", -1, body.root, comp, here, reader=False)
         elif op in ("call", "fusion", "async-start"):
-            callee = self.comps.get(_ref(instr.attr("to_apply") or instr.attr("calls")) or "")
+            callee = self.comps.get(computation_name(instr.attr("to_apply") or instr.attr("calls")) or "")
             if callee is not None:
                 self.call(comp, instr, callee, 0)
         elif op == "conditional":
@@ -361,7 +355,7 @@ class _Builder:
             if refs is None:
                 refs = (instr.attr("true_computation"), instr.attr("false_computation"))
             for j, ref in enumerate(refs if isinstance(refs, tuple) else (refs,)):
-                branch = self.comps.get(_ref(ref) or "")
+                branch = self.comps.get(computation_name(ref) or "")
                 if branch is not None:
                     self.call(comp, instr, branch, j + 1)
         elif op in LAYOUT_FREE:
@@ -369,7 +363,7 @@ class _Builder:
         else:
             self.opaque(comp, instr, shapes)
         if op == "sort" or rule_op(instr) == "fft":
-            for path, _ in value_leaves(instr.shape):
+            for path, _ in leaf_arrays(instr.shape):
                 node = self.leaf(comp, here, path)
                 if node is not None:
                     self.prefer(node, comp, instr, "result", 0)
@@ -384,7 +378,7 @@ class _Builder:
         else:
             return
         if isinstance(result, TupleShape) and instr.opcode in ("sort", "reduce-window"):
-            leaves = value_leaves(result)
+            leaves = leaf_arrays(result)
             first = self.leaf(comp, instr.name, leaves[0][0]) if leaves else None
             for path, leaf in leaves[1:]:
                 self.relate("same_order", first, self.leaf(comp, instr.name, path), comp,
@@ -410,7 +404,7 @@ class _Builder:
                 self.views[(comp, instr.name, k, ())] = v
         reduced = _dims(instr.attr("dimensions"))
         first = None
-        for path, leaf in value_leaves(instr.shape):
+        for path, leaf in leaf_arrays(instr.shape):
             node = self.leaf(comp, instr.name, path)
             self.relate("reduce_out", v, node, comp, instr.name, -1, path, instr.name, leaf,
                         dims=reduced, reader=False)
@@ -429,12 +423,12 @@ class _Builder:
             self.aliased_operands(comp, instr, shapes)
             return
         for k, (want, name) in enumerate(zip(constraints, instr.operands)):
-            for path, leaf in value_leaves(want):
+            for path, leaf in leaf_arrays(want):
                 shape = _leaf(shapes[name], path)
                 v = self.view(comp, instr, k, path, shape, _cand(leaf))
                 self.relate("convert", self.leaf(comp, name, path), v, comp, instr.name, k, path,
                             name, shape)
-        for path, leaf in value_leaves(instr.shape):
+        for path, leaf in leaf_arrays(instr.shape):
             self.pin_position(comp, instr.name, path,
                               _cand(leaf) or Candidate(tuple(range(leaf.rank - 1, -1, -1))))
 
@@ -477,12 +471,12 @@ class _Builder:
                written: bool = True) -> None:
         """An op we know no layout rule for: keep its layouts exactly as written (or, with
         ``written=False``, the default dim-0-major layouts it requires)."""
-        for path, leaf in value_leaves(instr.shape):
+        for path, leaf in leaf_arrays(instr.shape):
             self.pin_position(comp, instr.name, path,
                               (_cand(leaf) if written else None)
                               or Candidate(tuple(range(leaf.rank - 1, -1, -1))))
         for k, name in enumerate(instr.operands):
-            for path, leaf in value_leaves(shapes.get(name, TupleShape(()))):
+            for path, leaf in leaf_arrays(shapes.get(name, TupleShape(()))):
                 if leaf.rank == 0:
                     continue
                 pinned = ((_cand(leaf) if written else None)
@@ -527,7 +521,7 @@ def computation_weights(module: Module) -> dict[str, int]:
                 trips = trip_count(instr)
                 trips = 1 if trips is None else trips
                 for attr, times in (("body", trips), ("condition", trips + 1)):
-                    name = _ref(instr.attr(attr))
+                    name = computation_name(instr.attr(attr))
                     if name:
                         weights[name] = weights.get(name, 0) + w * max(1, times)
             elif instr.opcode in ("call", "fusion", "async-start", "conditional"):
@@ -536,7 +530,7 @@ def computation_weights(module: Module) -> dict[str, int]:
                 branches = instr.attr("branch_computations")
                 refs.extend(branches if isinstance(branches, tuple) else (branches,))
                 for ref in refs:
-                    name = _ref(ref)
+                    name = computation_name(ref)
                     if name:
                         weights[name] = weights.get(name, 0) + w
     return weights

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hlo.ir import Module
-from hlo.passes import apply_pass, pass_names, passes_for_target
+from hlo.passes import apply_passes, pass_names, passes_for_target
 from hlo.passes.normalize_reductions import non_canonical_reduces
 from hlo.target import Target
 
@@ -58,10 +58,10 @@ def normalize(module: Module, names: tuple[str, ...]) -> tuple[Module, Normaliza
     unknown name and :class:`hlo.errors.LayoutError` where a pass rejects the module."""
     normalized: list[tuple[str, str]] = []
     left: list[tuple[str, str, str]] = []
-    for name in names:
-        before = non_canonical_reduces(module) if name == "normalize-reductions" else ()
-        module, noted = apply_pass(module, name)
-        kept = {(n.computation, n.instruction) for n in noted}
+    for run in apply_passes(module, names):
+        before = non_canonical_reduces(run.before) if run.name == "normalize-reductions" else ()
+        kept = {(n.computation, n.instruction) for n in run.notes}
         normalized.extend(r for r in before if r not in kept and r not in normalized)
-        left.extend((n.computation, n.instruction, n.reason) for n in noted)
+        left.extend((n.computation, n.instruction, n.reason) for n in run.notes)
+        module = run.after
     return module, Normalization(tuple(names), tuple(normalized), tuple(dict.fromkeys(left)))
