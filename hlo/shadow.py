@@ -22,7 +22,7 @@ import ml_dtypes
 import numpy as np
 
 from hlo.ir import Computation, Instruction, Module
-from hlo.shape import ArrayShape, Shape, TupleShape
+from hlo.shape import ArrayShape, Layout, Shape, TupleShape
 
 #: Opcodes that run at their original element types inside the shadow (a constant keeps the value
 #: its literal has in its own type: ``f32[] constant(0.1)`` is the f32 nearest 0.1).
@@ -50,8 +50,10 @@ def promote_shape(shape: Shape) -> Shape:
             promoted = "f64"  # the fp8/fp4 family
         if promoted is None:
             return shape
-        # Layouts are dropped: an element-size or sub-word tiling of the narrow type means nothing in f64.
-        return ArrayShape(promoted, shape.dims, None, shape.dynamic)
+        # The dimension order stays (a bitcast between layouts means a transpose); tiles and element
+        # sizes of the narrow type describe bytes, which f64 elements do not have.
+        layout = None if shape.layout is None else Layout(shape.layout.minor_to_major)
+        return ArrayShape(promoted, shape.dims, layout, shape.dynamic)
     if isinstance(shape, TupleShape):
         return TupleShape(tuple(promote_shape(s) for s in shape.elements))
     return shape
@@ -123,11 +125,12 @@ class Perturbation:
     rng: np.random.Generator
 
     @classmethod
-    def of(cls, original: Module, rng: np.random.Generator) -> Perturbation:
+    def of(cls, original: Module, rng: np.random.Generator, scale: float = 1.0) -> Perturbation:
+        """``scale`` multiplies every unit roundoff (an implementation that rounds less exactly)."""
         from hlo.shape import leaf_arrays
 
         roundoff = {
-            i.name: tuple(unit_roundoff(a.element_type) for _, a in leaf_arrays(i.shape))
+            i.name: tuple(scale * unit_roundoff(a.element_type) for _, a in leaf_arrays(i.shape))
             for c in original.computations for i in c.instructions
         }
         return cls(roundoff, rng)

@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         noise of the original's precision (N1..N3) and the
         original's own output (O):
         - identical bits (NaN = NaN): accepted
-        - float: |R-S| <= max(2|O-S|, 4 max|Nj-S|) + 4u|S| + tiny
+        - float: |R-S| <= max(2|O-S|, 8 max|Nj-S|) + 8u|S| + tiny
           (u, tiny: unit roundoff, smallest normal of its type)
         - S, O or an Nj NaN/inf: not judged (counted unchecked)
         - integer: must equal O unless O, S, Nj disagree on it

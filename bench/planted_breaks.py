@@ -90,6 +90,36 @@ def broken_tie(module: Module) -> Module | None:
     return None
 
 
+#: Planters whose change may leave every output the same, depending on the data (a transpose, or a
+#: bitcast in place of a transposing copy, of a symmetric matrix changes nothing): see
+#: :func:`observable`. A broken tie always breaks a layout rule.
+VALUE_PLANTERS = ("wrong-transpose", "swapped-operands", "missing-copy")
+
+
+def observable(original: Module, broken: Module, seed: int = 0) -> bool:
+    """Whether ``broken`` computes something else than ``original``: evaluated in f64 on the same
+    random inputs, some output differs by more than 1e-6 of that output's largest magnitude."""
+    import numpy as np
+
+    from hlo.interpreter import evaluate
+    from hlo.random_inputs import random_arguments
+    from hlo.shadow import promote_floats
+
+    args = random_arguments(original, np.random.default_rng([seed, 0]))
+    wide = [a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+            if getattr(a, "dtype", None) is not None and a.dtype.kind in "fcV" and a.dtype != np.bool_ else a
+            for a in args]
+    one, two = evaluate(promote_floats(original), wide), evaluate(promote_floats(broken), wide)
+    leaves_one = one if isinstance(one, tuple) else (one,)
+    leaves_two = two if isinstance(two, tuple) else (two,)
+    for x, y in zip(leaves_one, leaves_two):
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        scale = float(np.nanmax(np.abs(x), initial=0.0)) or 1.0
+        if np.isnan(x).sum() != np.isnan(y).sum() or np.nanmax(np.abs(x - y), initial=0.0) > 1e-6 * scale:
+            return True
+    return False
+
+
 PLANTERS: dict[str, Callable[[Module], Module | None]] = {
     "wrong-transpose": wrong_transpose,
     "missing-copy": missing_copy,

@@ -1,0 +1,153 @@
+"""Differential testing at scale: random JAX programs through XLA:CPU and through our tools.
+
+For each program of :mod:`bench.programs.random_programs` (seeds ``start .. start+count-1``):
+
+1. XLA:CPU compiles it and dumps its stages (``pre``, ``before_layout``, ``after_layout``:
+   :func:`service.xla.stages.dump_stages`);
+2. ``verify pre after_layout`` must pass (:func:`hlo.equivalence.compare_modules`);
+3. ``verify before_layout after_layout`` must pass;
+4. our interpreter's run of ``pre`` must agree with XLA:CPU's own execution of the program on the
+   same inputs (:func:`hlo.equivalence.compare_outputs`: the same criterion as ``verify``).
+
+A program that fails is recorded with its cause (which step, and the opcode or reason), never
+skipped. Usage::
+
+    python bench/differential.py --count 300 [--start 0] [--json out.json] [--save DIR]
+
+It needs jax (the ``test`` extra). XLA runs in this process: run it as a script, not inside a
+process that must survive an XLA abort.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.programs.random_programs import random_program  # noqa: E402
+from hlo.equivalence import compare_modules, compare_outputs  # noqa: E402
+from hlo.errors import HloError  # noqa: E402
+from hlo.parser import parse_module  # noqa: E402
+from hlo.random_inputs import random_arguments  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Result:
+    seed: int
+    features: tuple[str, ...]
+    ok: bool
+    cause: str | None
+    detail: str | None
+    seconds: float
+
+
+def _cause(step: str, message: str) -> str:
+    """``step: opcode`` for an interpreter error (``custom-call 'x' (line 3): ...``), else the step."""
+    found = re.match(r"([a-z][a-z0-9-]*) '", message)
+    if found:
+        target = re.search(r"custom_call_target=?\"?'?([A-Za-z0-9_]+)", message) or re.search(
+            r"target '([^']+)'", message)
+        opcode = found.group(1) + (f" {target.group(1)}" if found.group(1) == "custom-call" and target else "")
+        return f"{step}: {opcode}"
+    return step
+
+
+def check(seed: int, save: str | None = None) -> Result:
+    import jax
+
+    start = time.perf_counter()
+    program = random_program(seed)
+    features = program.features
+
+    def done(cause: str | None = None, detail: str | None = None) -> Result:
+        return Result(seed, features, cause is None, cause, detail, round(time.perf_counter() - start, 3))
+
+    jitted = jax.jit(program.function, keep_unused=True)
+    try:
+        from service.xla.stages import dump_stages
+
+        stages = dump_stages(jitted, *program.args, name=program.name)
+    except Exception as exc:  # noqa: BLE001  (a program XLA cannot compile is the generator's fault)
+        return done("generator: XLA did not compile it", f"{type(exc).__name__}: {exc}"[:300])
+    if save:
+        for stage in ("pre", "before_layout", "after_layout"):
+            with open(os.path.join(save, f"{program.name}.{stage}.hlo"), "w") as f:
+                f.write(getattr(stages, stage))
+    try:
+        pre = parse_module(stages.pre, "pre.hlo")
+        before = parse_module(stages.before_layout, "before_layout.hlo")
+        after = parse_module(stages.after_layout, "after_layout.hlo")
+    except HloError as exc:
+        return done("parse", str(exc)[:300])
+    for step, first, second in (("verify pre after_layout", pre, after),
+                                ("verify before_layout after_layout", before, after)):
+        try:
+            report = compare_modules(first, second, seed=seed)
+        except HloError as exc:
+            return done(_cause(step, exc.message), exc.message[:300])
+        if not report.ok:
+            detail = str(report.difference) if report.difference else "; ".join(report.violations[:2])
+            return done(f"{step}: not equivalent", detail[:300])
+    inputs = random_arguments(pre, np.random.default_rng([seed, 99]))
+    outputs = jitted(*inputs)
+    got = tuple(np.asarray(o) for o in jax.tree_util.tree_leaves(outputs))
+    try:
+        report = compare_outputs(pre, inputs, got, seed=seed)
+    except HloError as exc:
+        return done(_cause("interpreter vs XLA:CPU", exc.message), exc.message[:300])
+    if not report.equivalent:
+        return done("interpreter vs XLA:CPU: outputs differ", str(report.difference)[:300])
+    return done()
+
+
+def run(start: int, count: int, save: str | None = None) -> list[Result]:
+    return [check(seed, save) for seed in range(start, start + count)]
+
+
+def summary(results: list[Result]) -> dict:
+    causes = collections.Counter(r.cause for r in results if not r.ok)
+    by_feature = collections.defaultdict(lambda: [0, 0])
+    for r in results:
+        for f in set(r.features):
+            by_feature[f][0 if r.ok else 1] += 1
+    return {
+        "programs": len(results),
+        "passed": sum(r.ok for r in results),
+        "failed": len(results) - sum(r.ok for r in results),
+        "failures_by_cause": dict(causes.most_common()),
+        "by_feature": {f: {"passed": p, "failed": q} for f, (p, q) in sorted(by_feature.items())},
+        "seconds": round(sum(r.seconds for r in results), 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--start", type=int, default=0)
+    parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--json", help="write every result and the summary here")
+    parser.add_argument("--save", help="write each program's three stages into this folder")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    results = run(args.start, args.count, args.save)
+    data = {"summary": summary(results), "results": [asdict(r) for r in results]}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(data, f, indent=1)
+    print(json.dumps(data["summary"], indent=1))
+    for r in results:
+        if not r.ok:
+            print(f"seed {r.seed} {r.features}: {r.cause}: {r.detail}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
