@@ -159,8 +159,8 @@ def heuristic(problem: Problem, time_limit: float = 1.0, rounds: int = 16) -> He
     if best is None:
         best = cheapest
     elif time.perf_counter() < deadline:
-        # Whole functional chains moved as one, with price rounds (solver.quick):
-        # 1-8 % cheaper on the contest cores (K 4.04e9 -> 3.72e9).
+        # Whole functional chains moved as one, with price rounds (solver.quick): cheaper
+        # answers on the contest cores (BENCHMARKS.md, Solver core).
         best = improve(flat, best, deadline=deadline)
     return HeuristicResult(tuple(int(x) for x in best), sweeps, time.perf_counter() - began,
                            first)

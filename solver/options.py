@@ -23,7 +23,7 @@ class SolveOptions:
     presolve round without symmetry detection or probing, and interleaves the
     search in batches of 4 tasks. On models that a good hint and the LP bound
     settle (layout assignment of large modules), full presolve and the default
-    batch were most of the solve: 7.7 s against 2.2 s on one.
+    batch were most of the solve.
 
     ``whole_model_labels``: above this many labels in the reduced problem, CP-SAT
     works on windows (:mod:`solver.lns`, with the dual bound) instead of the whole

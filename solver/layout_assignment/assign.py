@@ -143,8 +143,8 @@ _ORDER = ("exact", "cp-sat", "bound", "local-search", "greedy", "default")
 
 
 #: Layout problems keep a few labels per node, and CP-SAT proves them whole far beyond
-#: the general limit (the exact problem of a 48-layer transformer: 35k labels, proven in
-#: seconds, where its windows proved nothing in 80 s): up to this many labels.
+#: the general limit, where windows prove nothing (BENCHMARKS.md, deep models): up to
+#: this many labels.
 WHOLE_MODEL_LABELS = 400_000
 
 #: Seconds kept from ``time_limit`` for the rewrite, normalization and verification that

@@ -27,8 +27,8 @@ __all__ = ["Descent", "Groups", "improve", "quick_answer", "with_tie_edges"]
 
 
 #: Price rounds after the first descent (see :func:`quick_answer`); one only when
-#: a sweep touches more than ``LARGE_SWEEP`` array entries (contest R and T: 1.8M),
-#: where a round costs ~0.2 s and the second one gained 1 % or less.
+#: a sweep touches more than ``LARGE_SWEEP`` array entries, where a round is costly
+#: and the second one gains little.
 PRICE_ROUNDS = 2
 LARGE_SWEEP = 1_500_000
 #: Segments loaded to at least this share of the limit are priced.
