@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from hlo.errors import VerifyError
 from hlo.shape import ArrayShape, Shape
 
 # ---------------------------------------------------------------------------
@@ -204,9 +205,9 @@ class Instruction:
 
     @property
     def array_shape(self) -> ArrayShape:
-        """The result shape when it is an array (raises ``TypeError`` otherwise)."""
+        """The result shape when it is an array (raises :class:`VerifyError` otherwise)."""
         if not isinstance(self.shape, ArrayShape):
-            raise TypeError(f"{self.name} has shape {self.shape}, not an array")
+            raise VerifyError(f"{self.name} has shape {self.shape}, not an array")
         return self.shape
 
     def called_computations(self) -> tuple[str, ...]:

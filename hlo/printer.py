@@ -33,6 +33,7 @@ from hlo.ir import (
     Verbatim,
     Window,
 )
+from hlo.errors import HloError
 from hlo.lexer import escape
 from hlo.parser.module import FRAME_SECTIONS, strip_layouts
 from hlo.parser.numbers import format_element
@@ -178,7 +179,7 @@ def _value(value: Any, pct: str) -> str:
         return print_literal(value)
     if isinstance(value, tuple):
         return _tuple(value, pct)
-    raise TypeError(f"cannot print attribute value {value!r}")
+    raise HloError(f"cannot print attribute value {value!r}")
 
 
 def _tuple(value: tuple[Any, ...], pct: str) -> str:

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from hlo.bitcast import transpose_is_bitcast
+from hlo.errors import LayoutError
 from hlo.ir import Computation, Instruction, Module
 from hlo.shape import ArrayShape, Shape
 
@@ -72,7 +73,7 @@ class InstructionSequence:
         instruction at all when it is the identity."""
         src = self.shapes[source]
         if not isinstance(src, ArrayShape):
-            raise TypeError(f"cannot transpose '{source}' of shape {src}")
+            raise LayoutError(f"cannot transpose '{source}' of shape {src}")
         dimensions = tuple(dimensions)
         if dimensions == tuple(range(len(dimensions))) and src == shape:
             return source

@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from hlo.bitcast import reshape_rule_holds
+from hlo.errors import LayoutError
 from hlo.ir import Instruction, PaddingConfig, Window
 from hlo.passes.layout_normalization.values import Key, ValueForms
 from hlo.passes.physical_shapes import (
@@ -34,7 +35,7 @@ def key(name: str) -> Key:
 def array(v: ValueForms, name: str) -> ArrayShape:
     shape = v.original[name]
     if not isinstance(shape, ArrayShape):
-        raise TypeError(f"'{name}' is not an array")
+        raise LayoutError(f"'{name}' is not an array")
     return shape
 
 

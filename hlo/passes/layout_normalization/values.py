@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hlo.errors import LayoutError
 from hlo.ir import Computation, Instruction, Module
 from hlo.passes.instruction_sequence import InstructionSequence, NameTable
 from hlo.passes.physical_shapes import (
@@ -210,11 +211,11 @@ class ValueForms:
 
 def _tuple_shape(shape: Shape) -> TupleShape:
     if not isinstance(shape, TupleShape):
-        raise TypeError(f"expected a tuple shape, got {shape}")
+        raise LayoutError(f"expected a tuple shape, got {shape}")
     return shape
 
 
 def _array_shape(shape: Shape) -> ArrayShape:
     if not isinstance(shape, ArrayShape):
-        raise TypeError(f"expected an array shape, got {shape}")
+        raise LayoutError(f"expected an array shape, got {shape}")
     return shape
