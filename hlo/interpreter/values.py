@@ -103,10 +103,6 @@ def is_complex(dtype: np.dtype) -> bool:
     return dtype.kind == "c"
 
 
-def is_integer(dtype: np.dtype) -> bool:
-    return element_type_of(np.dtype(dtype))[0] in "su"
-
-
 def bit_width(dtype: np.dtype) -> int:
     from hlo.shape import element_bits
 

@@ -94,16 +94,6 @@ class ShapeParsing:
         lx.advance()
         return value
 
-    def parse_int_list(self, open_: str = "{", close: str = "}") -> tuple[int, ...]:
-        self.expect_punct(open_)
-        out: list[int] = []
-        if not self.at_punct(close):
-            out.append(self.parse_int())
-            while self.accept_punct(","):
-                out.append(self.parse_int())
-        self.expect_punct(close)
-        return tuple(out)
-
     # -- shapes -------------------------------------------------------------
 
     def starts_shape(self) -> bool:

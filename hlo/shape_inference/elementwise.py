@@ -7,12 +7,11 @@
 from __future__ import annotations
 
 from hlo.opcode_facts import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
-from hlo.shape import ArrayShape, Shape
+from hlo.shape import ArrayShape, Shape, element_bits
 from hlo.shape_inference.operands import (
     COMPLEX_COMPONENT,
     Context,
     array,
-    bits,
     expect_parameter_count,
     fail,
     is_complex,
@@ -123,7 +122,7 @@ def bitcast_convert(ctx: Context) -> Shape:
     """
     x = ctx.array(0)
     out_type = ctx.result_array().element_type
-    in_bits, out_bits = bits(x.element_type), bits(out_type)
+    in_bits, out_bits = element_bits(x.element_type), element_bits(out_type)
     if in_bits == out_bits:
         return array(out_type, x.dims)
     if in_bits > out_bits:

@@ -13,7 +13,7 @@ from typing import Callable, NoReturn
 
 from hlo.errors import VerifyError
 from hlo.ir import Computation, ComputationRef, Instruction
-from hlo.shape import ArrayShape, Shape, TupleShape, element_bits
+from hlo.shape import ArrayShape, Shape, TupleShape
 
 #: Element types by family; anything else is an integer (``s*``/``u*``) or ``pred``.
 COMPLEX_COMPONENT = {"c64": "f32", "c128": "f64"}
@@ -138,10 +138,6 @@ def compatible(a: Shape, b: Shape) -> bool:
     return type(a) is type(b) and not isinstance(a, (ArrayShape, TupleShape))
 
 
-def same_dims(a: ArrayShape, b: ArrayShape) -> bool:
-    return a.dims == b.dims
-
-
 def array(element_type: str, dims: tuple[int, ...] | list[int]) -> ArrayShape:
     return ArrayShape(element_type, tuple(dims))
 
@@ -166,10 +162,6 @@ def expect_parameter_count(ctx: Context, comp: Computation, count: int) -> tuple
             f"parameter(s), it takes {len(params)}"
         )
     return params
-
-
-def bits(element_type: str) -> int:
-    return element_bits(element_type)
 
 
 def check_dims_in_range(dims: tuple[int, ...], rank: int, what: str) -> None:
