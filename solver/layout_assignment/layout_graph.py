@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from hlo.bitcast import reject_layout_dependent_bitcasts
 from hlo.buffers import BufferAnalysis, Position, analyze_buffers
+from hlo.graph import CallGraph
 from hlo.ir import Instruction, Module, ProgramShape, computation_name
 from hlo.opcode_facts import LAYOUT_FREE, TIED, VARIADIC_TIED
 from hlo.shape import ArrayShape, Shape, TupleShape, leaf_arrays
@@ -507,12 +508,14 @@ def computation_weights(module: Module) -> dict[str, int]:
     did before trip counts were read) and its condition one more time; every
     other callee (call, conditional branch, fusion, async) as often as its
     caller, summed over call sites. Reducers and other ``to_apply`` scalar
-    computations hold no arrays and do not matter. Computations are defined
-    before their callers in HLO text, so one pass from the last computation up
-    settles every caller before its callees.
+    computations hold no arrays and do not matter. One pass over the call graph,
+    callers before callees (:meth:`hlo.graph.CallGraph.post_order` reversed),
+    settles every caller before its callees, whatever order the text defines them in.
     """
     weights: dict[str, int] = {module.entry.name: 1}
-    for comp in reversed(module.computations):
+    by_name = {comp.name: comp for comp in module.computations}
+    for name in reversed(CallGraph(module).post_order()):
+        comp = by_name[name]
         w = weights.get(comp.name, 0)
         if not w:
             continue

@@ -62,6 +62,17 @@ def test_weights_follow_the_known_trip_count():
     assert computation_weights(_loop(False)) == {"e": 1, "body": 1, "cond": 2}
 
 
+def test_weights_do_not_depend_on_the_order_computations_are_written_in() -> None:
+    # Callers written before their callees: each is still weighted before its callees.
+    module = parse_module(
+        "HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
+        "  ROOT c = f32[4] call(p), to_apply=outer\n}\n\n"
+        "outer {\n  q = f32[4] parameter(0)\n  ROOT d = f32[4] call(q), to_apply=inner\n}\n\n"
+        "inner {\n  r = f32[4] parameter(0)\n  ROOT n = f32[4] negate(r)\n}\n")
+    assert [c.name for c in module.computations] == ["e", "outer", "inner"]
+    assert computation_weights(module) == {"e": 1, "outer": 1, "inner": 1}
+
+
 def test_a_known_trip_count_moves_the_relayout_out_of_the_loop():
     module = _loop(True)
     result = assign(module, AssignOptions(target="cpu", time_limit=10))
