@@ -51,6 +51,12 @@ hard = false
 note = "Eigen convolutions want default layouts."
 
 [[op_rules]]
+op = "fft"
+kind = "default_layout"
+hard = true
+note = "XLA:CPU's FFT requires dim-0-major (default) layouts (IsMonotonicWithDim0Major, checked when it compiles)."
+
+[[op_rules]]
 op = "reduce"
 kind = "reduction_minor"
 hard = false

@@ -57,3 +57,16 @@ def test_every_variant_of_a_batched_dot_compiles_in_xla():
     run = run_modules([("input", module), *variants.items()], seed=3)
     assert [e.refusal for e in run.executions] == [None] * (1 + len(variants))
     assert all(run.matches(k).ok for k in range(1, len(run.executions)))
+
+
+def test_fft_operands_are_dim0_major_so_the_result_compiles():
+    """XLA:CPU's FFT checks IsMonotonicWithDim0Major when it compiles (a hard rule of the cpu
+    target); without it ours gave an FFT a transposed operand that XLA refused."""
+    from conftest import shared_path
+
+    before = parse_module(shared_path("corpus", "fft_1d.before_layout.hlo").read_text())
+    xla = parse_module(shared_path("corpus", "fft_1d.after_layout.hlo").read_text())
+    ours = assign(before, AssignOptions(target="cpu", time_limit=5)).module
+    run = run_modules([("xla", xla), ("ours", ours)], seed=5)
+    assert run.executions[1].refusal is None
+    assert run.matches(1).ok
