@@ -2,7 +2,7 @@
 default cap (``max_candidates=6``) and with 64, which adds every dim order of each array up to
 rank 4 (``solver.layout_assignment.candidates.EVERY_ORDER_CAP``).
 
-    python3 bench/optimality.py --target cpu --time-limit 10 --out bench/results/optimality_cpu.json
+    python3 bench/optimality.py --target cpu --time-limit 10 --out bench/optimality_results.json
 
 Per module: status, true cost and bound with each cap, and how many free arrays still had
 dim orders left out with the larger cap (rank 5 and up). A cheaper answer with the larger cap
