@@ -43,8 +43,9 @@ def test_time_limit_bounds_the_wall_clock_of_the_whole_assignment() -> None:
     # Graph, candidates and stating the exact problem cannot be cut short (about 1.5 s here
     # on a quiet machine, 8.7 s under the full suite on a shared one): a generous bound.
     assert wall <= limit + 12.0, result.timings_ms
-    # The reported time is this wall clock, not the sum of overlapping steps.
-    assert abs(result.wall_ms / 1000 - wall) < 0.1
+    # The reported time is this wall clock, not the sum of overlapping steps: it lies inside the
+    # time measured around the call, and misses only the call's own overhead.
+    assert 0.9 * wall <= result.wall_ms / 1000 <= wall, (result.wall_ms, wall)
     assert summary(result)["time_ms"] == round(result.wall_ms, 1)
 
 
