@@ -9,10 +9,13 @@ For each program of :mod:`bench.programs.random_programs` (seeds ``start .. star
 4. our interpreter's run of ``pre`` must agree with XLA:CPU's own execution of the program on the
    same inputs (:func:`hlo.equivalence.compare_outputs`: the same criterion as ``verify``).
 
-A program that fails is recorded with its cause (which step, and the opcode or reason), never
+With ``--plant``, each break of :mod:`bench.planted_breaks` is also planted into ``after_layout``
+and must make ``verify pre`` fail (a value-level change that leaves the function the same in f64,
+such as a transpose of a symmetric matrix, is counted as "no change"). A program that fails is
+recorded with its cause (which step, and the opcode or reason), never
 skipped. Usage::
 
-    python bench/differential.py --count 300 [--start 0] [--json out.json] [--save DIR]
+    python bench/differential.py --count 300 [--start 0] [--json out.json] [--save DIR] [--plant]
 
 It needs jax (the ``test`` extra). XLA runs in this process: run it as a script, not inside a
 process that must survive an XLA abort.
@@ -48,6 +51,39 @@ class Result:
     cause: str | None
     detail: str | None
     seconds: float
+    #: planter -> "caught", "missed", "no change" (the f64 function is the same) or "no place"
+    planted: dict[str, str] | None = None
+
+
+def _defined(module, seed: int) -> bool:
+    """Whether some float output element of ``module`` is a number on the planting inputs."""
+    from hlo.interpreter import evaluate
+
+    value = evaluate(module, random_arguments(module, np.random.default_rng([seed, 0])))
+    leaves = value if isinstance(value, tuple) else (value,)
+    return any(np.isfinite(np.asarray(v, np.float64)).any() for v in leaves if np.asarray(v).size)
+
+
+def plant_breaks(pre, after, seed: int) -> dict[str, str]:
+    """Each break of :mod:`bench.planted_breaks` planted into ``after``, and whether verify fails."""
+    from bench.planted_breaks import PLANTERS, VALUE_PLANTERS, observable
+
+    out = {}
+    defined = _defined(pre, seed)
+    for name, plant in sorted(PLANTERS.items()):
+        broken = plant(after)
+        if broken is None:
+            out[name] = "no place"
+        elif not defined:
+            out[name] = "undefined output"  # the original is NaN everywhere: nothing to compare
+        elif name in VALUE_PLANTERS and not observable(pre, broken, seed):
+            out[name] = "no change"
+        else:
+            try:
+                out[name] = "caught" if not compare_modules(pre, broken, seed=seed).ok else "missed"
+            except HloError:
+                out[name] = "caught"  # refused: the broken module cannot even be run
+    return out
 
 
 def _cause(step: str, message: str) -> str:
@@ -61,15 +97,18 @@ def _cause(step: str, message: str) -> str:
     return step
 
 
-def check(seed: int, save: str | None = None) -> Result:
+def check(seed: int, save: str | None = None, plant: bool = False) -> Result:
     import jax
 
     start = time.perf_counter()
     program = random_program(seed)
     features = program.features
 
+    planted: dict[str, str] | None = None
+
     def done(cause: str | None = None, detail: str | None = None) -> Result:
-        return Result(seed, features, cause is None, cause, detail, round(time.perf_counter() - start, 3))
+        return Result(seed, features, cause is None, cause, detail, round(time.perf_counter() - start, 3),
+                      planted)
 
     jitted = jax.jit(program.function, keep_unused=True)
     try:
@@ -106,11 +145,13 @@ def check(seed: int, save: str | None = None) -> Result:
         return done(_cause("interpreter vs XLA:CPU", exc.message), exc.message[:300])
     if not report.equivalent:
         return done("interpreter vs XLA:CPU: outputs differ", str(report.difference)[:300])
+    if plant:
+        planted = plant_breaks(pre, after, seed)
     return done()
 
 
-def run(start: int, count: int, save: str | None = None) -> list[Result]:
-    return [check(seed, save) for seed in range(start, start + count)]
+def run(start: int, count: int, save: str | None = None, plant: bool = False) -> list[Result]:
+    return [check(seed, save, plant) for seed in range(start, start + count)]
 
 
 def summary(results: list[Result]) -> dict:
@@ -125,6 +166,10 @@ def summary(results: list[Result]) -> dict:
         "failed": len(results) - sum(r.ok for r in results),
         "failures_by_cause": dict(causes.most_common()),
         "by_feature": {f: {"passed": p, "failed": q} for f, (p, q) in sorted(by_feature.items())},
+        "planted": {
+            name: dict(collections.Counter(r.planted[name] for r in results if r.planted))
+            for name in sorted({n for r in results if r.planted for n in r.planted})
+        },
         "seconds": round(sum(r.seconds for r in results), 1),
     }
 
@@ -135,9 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--json", help="write every result and the summary here")
     parser.add_argument("--save", help="write each program's three stages into this folder")
+    parser.add_argument("--plant", action="store_true",
+                        help="also plant each break of bench/planted_breaks.py into after_layout")
     args = parser.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    results = run(args.start, args.count, args.save)
+    results = run(args.start, args.count, args.save, args.plant)
     data = {"summary": summary(results), "results": [asdict(r) for r in results]}
     if args.json:
         with open(args.json, "w") as f:

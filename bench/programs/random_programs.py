@@ -81,8 +81,9 @@ def _elementwise(rng):
 
         for u in chosen:
             s = {
-                "tanh": jnp.tanh, "exp_small": lambda v: jnp.exp(0.1 * v), "log": jnp.log,
-                "sqrt": jnp.sqrt, "rsqrt": jax.lax.rsqrt, "sin": jnp.sin, "abs": jnp.abs,
+                # Domains kept by the program itself (parameters are drawn inside them anyway).
+                "tanh": jnp.tanh, "exp_small": lambda v: jnp.exp(0.1 * v), "log": lambda v: jnp.log(jnp.abs(v) + 0.5),
+                "sqrt": lambda v: jnp.sqrt(jnp.abs(v)), "rsqrt": lambda v: jax.lax.rsqrt(jnp.abs(v) + 0.5), "sin": jnp.sin, "abs": jnp.abs,
                 "square": jnp.square, "logistic": jax.nn.sigmoid, "pow": lambda v: jnp.power(jnp.abs(v) + 1, 1.5),
             }[u](s)
         return s * scale + y.T.mean(0)
