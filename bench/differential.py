@@ -76,7 +76,7 @@ def plant_breaks(pre, after, seed: int) -> dict[str, str]:
             out[name] = "no place"
         elif not defined:
             out[name] = "undefined output"  # the original is NaN everywhere: nothing to compare
-        elif name in VALUE_PLANTERS and not observable(pre, broken, seed):
+        elif name in VALUE_PLANTERS and not observable(after, broken, seed):
             out[name] = "no change"
         else:
             try:

@@ -103,7 +103,8 @@ OBSERVABLE = 1e-3
 
 
 def observable(original: Module, broken: Module, seed: int = 0) -> bool:
-    """Whether ``broken`` computes something else than ``original``: evaluated in f64 on the same
+    """Whether ``broken`` (``original`` with a break planted) computes something else than
+    ``original``: evaluated in f64 on the same
     random inputs, some output's finite elements differ by more than :data:`OBSERVABLE` of that
     output's largest magnitude, or the outputs are NaN in different places."""
     import numpy as np

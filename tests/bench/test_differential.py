@@ -57,8 +57,9 @@ def test_generated_programs_verify_agree_with_xla_and_planted_breaks_fail(tmp_pa
         real = caught = 0
         for seed in range(2 * PER_PROCESS):
             pre = parse_file(tmp_path / f"random_{seed}.pre.hlo")
-            broken = plant(parse_file(tmp_path / f"random_{seed}.after_layout.hlo"))
-            if broken is None or (planter in VALUE_PLANTERS and not observable(pre, broken, seed)):
+            after = parse_file(tmp_path / f"random_{seed}.after_layout.hlo")
+            broken = plant(after)
+            if broken is None or (planter in VALUE_PLANTERS and not observable(after, broken, seed)):
                 continue
             real += 1
             caught += not compare_modules(pre, broken, seed=seed).ok
