@@ -100,13 +100,15 @@ VALUE_PLANTERS = ("wrong-transpose", "swapped-operands", "missing-copy")
 #: magnitude (in f64): far above the rounding noise of f32 programs, so that a change no f32
 #: execution could reveal (a transposed copy of a matrix symmetric up to rounding) is not counted.
 OBSERVABLE = 1e-3
+#: The smallest output scale :func:`observable` measures against.
+SCALE_FLOOR = 1e-3
 
 
 def observable(original: Module, broken: Module, seed: int = 0) -> bool:
     """Whether ``broken`` (``original`` with a break planted) computes something else than
     ``original``: evaluated in f64 on the same
     random inputs, some output's finite elements differ by more than :data:`OBSERVABLE` of that
-    output's largest magnitude, or the outputs are NaN in different places."""
+    output's largest magnitude (at least :data:`SCALE_FLOOR`), or the outputs are NaN in different places."""
     import numpy as np
 
     from hlo.interpreter import evaluate
@@ -125,7 +127,9 @@ def observable(original: Module, broken: Module, seed: int = 0) -> bool:
         if (np.isnan(x) != np.isnan(y)).any():
             return True
         finite = np.isfinite(x) & np.isfinite(y)
-        scale = float(np.abs(x[finite]).max(initial=0.0)) or 1.0
+        # An output that is zero in exact arithmetic (1e-17 in f64, rounding noise in f32) has no scale
+        # of its own: measure against 1e-3 at least (the programs' values are of order one).
+        scale = max(float(np.abs(x[finite]).max(initial=0.0)), SCALE_FLOOR)
         if float(np.abs(x[finite] - y[finite]).max(initial=0.0)) > OBSERVABLE * scale:
             return True
     return False
