@@ -48,7 +48,9 @@ def register(*opcodes: str) -> Callable[[Handler], Handler]:
 
 def error_at(instr: Instruction, message: str) -> InterpretError:
     where = f" (line {instr.span.line})" if instr.span is not None else ""
-    return InterpretError(f"{instr.opcode} '{instr.name}'{where}: {message}")
+    error = InterpretError(f"{instr.opcode} '{instr.name}'{where}: {message}")
+    error.located = True  # type: ignore[attr-defined]  (names its instruction: not wrapped again)
+    return error
 
 
 def ints(instr: Instruction, name: str, default: tuple[int, ...] | None = None) -> tuple[int, ...]:
@@ -152,8 +154,11 @@ class Machine:
             raise error_at(instr, f"unsupported opcode '{instr.opcode}'")
         try:
             result = handler(self, instr, operands)
-        except InterpretError:
-            raise
+        except InterpretError as exc:
+            if getattr(exc, "located", False) or type(exc) is not InterpretError:
+                raise
+            # e.g. a called computation given the wrong number of arguments: say who called it.
+            raise error_at(instr, exc.message) from exc
         except MemoryError:
             raise error_at(instr, "out of memory while evaluating this instruction") from None
         except RecursionError:

@@ -184,3 +184,28 @@ ENTRY e {
     for _ in range(3):
         want = want * 0.5 + float(v @ w)
     assert got.dtype == np.float32 and float(got) == want
+
+
+def test_a_called_computation_with_the_wrong_arity_names_the_caller():
+    text = """HloModule m
+
+two {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = f32[] parameter(2)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY e {
+  x = f32[4] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(x, z), dimensions={0}, to_apply=two
+}
+"""
+    try:
+        evaluate(parse_module(text, "m.hlo"), [np.ones(4, np.float32)])
+    except InterpretError as err:
+        assert err.message.startswith("reduce 'r' (line 13): "), err.message
+        assert "takes 3 arguments, got 2" in err.message
+    else:
+        raise AssertionError("a reducer of three parameters ran")
