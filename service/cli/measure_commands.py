@@ -15,23 +15,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hlo.target import TargetError, read_target_file
-from service.cli.source import read_source
+from service.cli.source import read_source, target_spec
 from service.measurement import exit_code
 from service.options import MeasureOptions
-from service.pipeline import Failure, InlineTarget, MeasureRequest, run
-
-
-def target_spec(value: str) -> str | InlineTarget:
-    """A built-in target name, or a target file read into an inline target (exit 2 if bad)."""
-    path = Path(value)
-    if path.suffix in (".json", ".toml") and path.is_file():
-        try:
-            return InlineTarget.from_data(read_target_file(path))
-        except TargetError as exc:
-            typer.echo(f"error: {exc.message}", err=True)
-            raise typer.Exit(code=2) from None
-    return value
+from service.pipeline import Failure, MeasureRequest, run
 
 
 def labels_for(paths: list[Path]) -> list[str]:

@@ -10,8 +10,7 @@ from typing import Any, Optional
 import typer
 from pydantic import TypeAdapter, ValidationError
 
-from hlo.target import TargetError, read_target_file
-
+from service.cli.source import target_spec
 from service.pipeline import (
     NEEDS_TARGET, OPTIONS_OF, InlineTarget, Operation, default_batch_operation,
 )
@@ -36,16 +35,7 @@ def _settings(**overrides: Any) -> Any:
 
 def _target(value: str | None) -> str | InlineTarget | None:
     """A built-in name, or a JSON/TOML target file given by path (read here, on the CLI only)."""
-    if value is None:
-        return None
-    path = Path(value)
-    if path.suffix in (".json", ".toml") and path.is_file():
-        try:
-            return InlineTarget.from_data(read_target_file(path))
-        except TargetError as exc:
-            typer.echo(f"error: {exc.message}", err=True)
-            raise typer.Exit(code=2) from None
-    return value
+    return None if value is None else target_spec(value)
 
 
 def _options(operation: Operation, given: dict[str, Any]) -> Any:

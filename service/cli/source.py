@@ -3,6 +3,7 @@
 ``read_source``: a file (``.gz`` read transparently) or ``-`` for stdin; an unreadable
 file is ``FILE: error: reason``. ``located``: an HLO error as ``FILE:LINE:COL: error:
 message`` with the source line and a caret. ``load_module``: both, for one module.
+``target_spec``: a built-in target name, or a target file read into an inline target.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import typer
 from hlo.errors import HloError
 from hlo.ir import Module
 from hlo.parser import parse_module, read_text
+from hlo.target import TargetError, read_target_file
+from service.pipeline import InlineTarget
 
 
 def read_source(path: str | Path) -> str:
@@ -55,3 +58,15 @@ def load_module(path: str | Path) -> Module:
     except HloError as err:
         typer.echo(located(err, path, text), err=True)
         raise typer.Exit(code=2) from None
+
+
+def target_spec(value: str) -> str | InlineTarget:
+    """A built-in target name, or a JSON/TOML target file read into an inline target (exit 2 if bad)."""
+    path = Path(value)
+    if path.suffix in (".json", ".toml") and path.is_file():
+        try:
+            return InlineTarget.from_data(read_target_file(path))
+        except TargetError as exc:
+            typer.echo(f"error: {exc.message}", err=True)
+            raise typer.Exit(code=2) from None
+    return value
