@@ -24,7 +24,10 @@ Conventions (jaxlib 0.10 ``lapack_kernels.cc``, read for the outputs only):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -254,6 +257,28 @@ def run_lapack(kernel: Kernel, cfg: dict[str, int], ops: list[np.ndarray],
                out_specs: list[tuple[tuple[int, ...], np.dtype]],
                batch_dims: int) -> list[np.ndarray]:
     """Map ``kernel`` over the leading ``batch_dims`` dims of every operand and result."""
+    with _lapack_messages_to_stderr():
+        return _run_batched(kernel, cfg, ops, out_specs, batch_dims)
+
+
+@contextlib.contextmanager
+def _lapack_messages_to_stderr() -> Iterator[None]:
+    """LAPACK's XERBLA writes "** On entry to ..." to file descriptor 1 on illegal (e.g.
+    non-finite) input; while a kernel runs, descriptor 1 points at stderr so that a command's
+    standard output (``verify --json``) stays its own."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _run_batched(kernel: Kernel, cfg: dict[str, int], ops: list[np.ndarray],
+                 out_specs: list[tuple[tuple[int, ...], np.dtype]],
+                 batch_dims: int) -> list[np.ndarray]:
     batch = out_specs[0][0][:batch_dims]
     count = int(np.prod(batch, dtype=np.int64))
     per_problem = [(dims[batch_dims:], dtype) for dims, dtype in out_specs]

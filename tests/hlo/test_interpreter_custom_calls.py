@@ -325,3 +325,21 @@ def test_other_targets_are_refused_by_name(target):
             f'  ROOT y = f32[4] custom-call(x), custom_call_target="{target}"\n}}\n')
     with pytest.raises(InterpretError, match=re.escape(f"'{target}'")):
         evaluate(parse_module(text), [np.zeros(4, np.float32)])
+
+
+def test_lapack_diagnostics_stay_off_standard_output(capfd):
+    # LAPACK's XERBLA prints "** On entry to ..." on descriptor 1 for illegal input (SciPy's
+    # sgeev on a NaN matrix is one that does); inside the kernels' guard it reaches stderr, so
+    # a command's JSON on stdout stays intact.
+    from scipy.linalg import lapack
+
+    from hlo.interpreter.lapack import _lapack_messages_to_stderr
+
+    nan = np.full((4, 4), np.nan, np.float32)
+    lapack.sgeev(nan)
+    unguarded = capfd.readouterr()
+    assert "On entry to" in unguarded.out  # the routine really prints there
+    with _lapack_messages_to_stderr():
+        lapack.sgeev(nan)
+    guarded = capfd.readouterr()
+    assert guarded.out == "" and "On entry to" in guarded.err
