@@ -8,14 +8,19 @@ then:
 1. "Show graph only": ``/v1/graph-view`` lays the graph out on the server, the page draws it;
 2. "Run assign" on ``--target`` (default cpu): the same after layout assignment.
 
-For each it prints the page's own ``renderMs`` (from the view's JSON in hand to the first
-frame after the one that paints it: indexing, panel layout, legend, lists, the canvas),
-``textMs`` (building the annotated text, after the graph is shown), the wall time from the
-click to the drawn graph (server work and transfer included), then the time from a zoom, a
-pan and "unfold all" to the second frame after it.
+For each it prints where the time from the click to the drawn graph went, as the page
+records it (``window.hloExplorer.timings``, ms): ``send`` (the request body made and handed
+to fetch), ``wait`` (sent -> answer headers: upload, queue and the server's work), the
+server's own steps from its ``Server-Timing`` header (``parse``, ``verify``, ``layout``,
+``encode``), ``download`` (headers -> JSON parsed), ``render`` (the view in hand -> the second
+animation frame after drawing it: indexing, panel layout, legend, lists, the canvas) and
+``total`` (the click event -> the drawn graph); then ``text_ms`` (building the annotated text,
+after the graph is shown), ``settled_ms`` (the click -> the second frame after the text is in
+place: the page answers input again), the wall time Selenium saw from its click to that, and
+the time from a zoom, a pan and "unfold all" to the second frame after each.
 
-Usage: python3 bench/explorer_render.py [--module gpt_train_12l] [--target cpu] [--repeat 3]
-       [--screenshot PNG]
+Usage: python3 bench/explorer_render.py [--module gpt_train_12l] [--target cpu] [--repeat 5]
+       [--assign] [--screenshot PNG]
 """
 
 from __future__ import annotations
@@ -66,17 +71,19 @@ def serve() -> tuple[str, object, threading.Thread]:
 def measure(driver, button: str, timeout: float) -> dict[str, float]:
     from browser import wait_for
 
-    driver.execute_script("window.hloExplorer.renderMs = null; "
+    driver.execute_script("window.hloExplorer.renderMs = null; window.hloExplorer.timings = null; "
+                          "window.hloExplorer.settledMs = null; "
                           "document.getElementById('status').textContent = '';")
     start = time.perf_counter()
     driver.find_element("id", button).click()
     wait_for(driver, "const s = document.getElementById('status'); "
                      "if (s.classList.contains('error')) throw new Error(s.textContent); "
-                     "return window.hloExplorer.renderMs !== null",
+                     "return window.hloExplorer.settledMs !== null",
              timeout)
     wall = time.perf_counter() - start
-    render = driver.execute_script("return window.hloExplorer.renderMs")
+    parts = driver.execute_script("return window.hloExplorer.timings")
     text_ms = driver.execute_script("return window.hloExplorer.textMs")
+    settled = driver.execute_script("return window.hloExplorer.settledMs")
     # Each redraw is timed from the event to the second animation frame after it (the
     # canvas is rasterized when a frame is produced, not when the script draws).
     framed = ("const done = arguments[arguments.length - 1]; const t = performance.now(); {}; "
@@ -91,8 +98,11 @@ def measure(driver, button: str, timeout: float) -> dict[str, float]:
     unfold = driver.execute_async_script(framed.format(
         "document.getElementById('unfold-all').click()"))
     nodes = driver.execute_script("return window.hloExplorer.view.nodes.name.length")
-    return {"nodes": nodes, "render_ms": render, "text_ms": text_ms,
-            "click_to_drawn_s": round(wall, 2),
+    server = parts.pop("server")
+    return {"nodes": nodes, **{f"{k}_ms": v for k, v in parts.items()},
+            **{f"server_{k}_ms": v for k, v in server.items()},
+            "text_ms": text_ms, "settled_ms": settled,
+            "selenium_click_to_settled_s": round(wall, 2),
             "zoom_ms": round(zoom, 1), "pan_ms": round(pan, 1),
             "unfold_all_ms": round(unfold, 1)}
 
@@ -101,7 +111,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--module", default="gpt_train_12l")
     parser.add_argument("--target", default="cpu")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--assign", action="store_true",
+                        help="also time 'Run assign' (dominated by the solve)")
     parser.add_argument("--screenshot", type=Path, help="save the page after the assign run")
     args = parser.parse_args()
     from browser import chromium
@@ -117,7 +129,8 @@ def main() -> None:
             Select(driver.find_element("id", "target")).select_by_visible_text(args.target)
             for _ in range(args.repeat):
                 results["graph_only"].append(measure(driver, "graph-only", 300))
-            results["assign"].append(measure(driver, "run", 600))
+            if args.assign:
+                results["assign"].append(measure(driver, "run", 600))
             if args.screenshot is not None:
                 driver.execute_script("document.getElementById('fold-all').click();"
                                       "document.getElementById('fit').click();"
@@ -128,7 +141,18 @@ def main() -> None:
         thread.join(timeout=20)
     print(json.dumps({"module": args.module, "target": args.target,
                       "machine": f"{platform.machine()} {os.cpu_count()} cores",
-                      "load_average": os.getloadavg(), **results}, indent=1))
+                      "commit": commit(), "load_average": os.getloadavg(), **results}, indent=1))
+    for name, rows in results.items():
+        for row in rows:
+            print(name, " ".join(f"{k}={v}" for k, v in row.items()), file=sys.stderr)
+
+
+def commit() -> str:
+    import subprocess
+
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                          capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ carries the attribute that made it (``to_apply``, ``body``, ``condition``,
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,24 +50,47 @@ class CallSite:
 
 
 class ComputationGraph:
-    """The def-use graph of one computation (read-only)."""
+    """The def-use graph of one computation (read-only).
 
-    __slots__ = ("name", "_g", "_index", "_names")
+    The neighbours of each instruction are plain tuples made once, so the questions asked
+    per instruction (operands, users, a topological order) cost a lookup; the networkx
+    graph is built only for the path questions (``reaches``, ``ancestors``, ...).
+    """
+
+    __slots__ = ("name", "_g", "_index", "_names", "_operands", "_control", "_users",
+                 "_successors")
 
     def __init__(self, comp: Computation) -> None:
         self.name = comp.name
         self._names = tuple(i.name for i in comp.instructions)
         self._index = {n: k for k, n in enumerate(self._names)}
-        g = nx.DiGraph()
-        g.add_nodes_from(self._names)
-        for instr in comp.instructions:
-            for name in instr.operands:
-                if name in self._index:
-                    _add_kind(g, name, instr.name, "data")
-            for name in control_predecessors(instr):
-                if name in self._index:
-                    _add_kind(g, name, instr.name, "control")
-        self._g = g
+        self._operands = {i.name: self._present(i.operands) for i in comp.instructions}
+        self._control = {i.name: self._present(control_predecessors(i))
+                         for i in comp.instructions}
+        users: dict[str, list[str]] = {n: [] for n in self._names}
+        successors: dict[str, list[str]] = {n: [] for n in self._names}
+        for name in self._names:  # text order: each list comes out sorted
+            for p in self._operands[name]:
+                users[p].append(name)
+            for p in self._control[name]:
+                successors[p].append(name)
+        self._users = {n: tuple(v) for n, v in users.items()}
+        self._successors = {n: tuple(v) for n, v in successors.items()}
+        self._g: nx.DiGraph | None = None
+
+    def _present(self, names) -> tuple[str, ...]:
+        """The distinct ``names`` of this computation, in text order."""
+        return self._sorted({n for n in names if n in self._index})
+
+    def _graph(self) -> nx.DiGraph:
+        if self._g is None:
+            g = nx.DiGraph()
+            g.add_nodes_from(self._names)
+            for name in self._names:
+                g.add_edges_from((p, name) for p in self._operands[name])
+                g.add_edges_from((p, name) for p in self._control[name])
+            self._g = g
+        return self._g
 
     def _sorted(self, names) -> tuple[str, ...]:
         return tuple(sorted(names, key=self._index.__getitem__))
@@ -82,59 +106,62 @@ class ComputationGraph:
     def operands(self, name: str) -> tuple[str, ...]:
         """Distinct data operands of ``name``, in text order."""
         self._check(name)
-        return self._sorted(p for p, _, k in self._g.in_edges(name, data="kinds") if "data" in k)
+        return self._operands[name]
 
     def control_predecessors(self, name: str) -> tuple[str, ...]:
         self._check(name)
-        return self._sorted(p for p, _, k in self._g.in_edges(name, data="kinds")
-                            if "control" in k)
+        return self._control[name]
 
     def users(self, name: str) -> tuple[str, ...]:
         """Instructions that read ``name`` as an operand, in text order."""
         self._check(name)
-        return self._sorted(s for _, s, k in self._g.out_edges(name, data="kinds") if "data" in k)
+        return self._users[name]
 
     def control_successors(self, name: str) -> tuple[str, ...]:
         self._check(name)
-        return self._sorted(s for _, s, k in self._g.out_edges(name, data="kinds")
-                            if "control" in k)
+        return self._successors[name]
 
     def topological_order(self) -> tuple[str, ...]:
-        """Every instruction after its operands and control predecessors; ties in text order.
+        """Every instruction after its operands and control predecessors; ties in text order
+        (of the instructions ready at each step, the first in the text comes first).
 
         Raises :class:`VerifyError` naming the instructions of a cycle.
         """
-        try:
-            return tuple(nx.lexicographical_topological_sort(self._g, key=self._index.__getitem__))
-        except nx.NetworkXUnfeasible:
-            cycle = [u for u, _ in nx.find_cycle(self._g)]
+        index = self._index
+        waiting = {n: len(set(self._operands[n]) | set(self._control[n])) for n in self._names}
+        ready = [index[n] for n in self._names if not waiting[n]]
+        heapq.heapify(ready)
+        order: list[str] = []
+        while ready:
+            name = self._names[heapq.heappop(ready)]
+            order.append(name)
+            for user in set(self._users[name]) | set(self._successors[name]):
+                waiting[user] -= 1
+                if not waiting[user]:
+                    heapq.heappush(ready, index[user])
+        if len(order) < len(self._names):
+            cycle = [u for u, _ in nx.find_cycle(self._graph())]
             raise VerifyError(
                 f"computation '{self.name}' has a dependency cycle: "
                 + " -> ".join(self._sorted(cycle))
-            ) from None
+            )
+        return tuple(order)
 
     def reaches(self, source: str, target: str) -> bool:
         """True when ``target`` depends (transitively) on ``source``; a node reaches itself."""
         self._check(source)
         self._check(target)
-        return nx.has_path(self._g, source, target)
+        return nx.has_path(self._graph(), source, target)
 
     def ancestors(self, name: str) -> tuple[str, ...]:
         """Everything ``name`` depends on, in text order."""
         self._check(name)
-        return self._sorted(nx.ancestors(self._g, name))
+        return self._sorted(nx.ancestors(self._graph(), name))
 
     def descendants(self, name: str) -> tuple[str, ...]:
         """Everything that depends on ``name``, in text order."""
         self._check(name)
-        return self._sorted(nx.descendants(self._g, name))
-
-
-def _add_kind(g: nx.DiGraph, u: str, v: str, kind: str) -> None:
-    if g.has_edge(u, v):
-        g[u][v]["kinds"] = g[u][v]["kinds"] | {kind}
-    else:
-        g.add_edge(u, v, kinds=frozenset({kind}))
+        return self._sorted(nx.descendants(self._graph(), name))
 
 
 class CallGraph:

@@ -6,6 +6,7 @@ where there is one), never a traceback."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,22 +47,44 @@ def _finite_terms(terms: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
 
 
 def view_answer(hlo: str, inserted: Sequence[Mapping[str, Any]] = (),
-                terms: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+                terms: Sequence[Mapping[str, Any]] = (),
+                timings: dict[str, float] | None = None) -> dict[str, Any]:
+    """The graph view of ``hlo``; ``timings`` (when given) receives the milliseconds spent
+    parsing, verifying and laying the graph out."""
     from hlo.parser import parse_module
     from hlo.verifier import verify_module
 
+    clock = _Clock(timings)
     try:
         module = parse_module(hlo, "hlo")
     except ParseError as err:
         raise _hlo_failure(err, "parse_error", "hlo") from None
     except HloError as err:
         raise _hlo_failure(err, "layout_error", "hlo") from None
+    clock.lap("parse")
     try:
         verify_module(module)
     except HloError as err:
         raise _hlo_failure(err, "verify_error", "hlo") from None
+    clock.lap("verify")
     inserted = [e for e in inserted if isinstance(e, Mapping)]
-    return graph_view(module, inserted, _finite_terms(terms))
+    view = graph_view(module, inserted, _finite_terms(terms))
+    clock.lap("layout")
+    return view
+
+
+class _Clock:
+    """Milliseconds between laps, written into ``into`` (nothing when it is None)."""
+
+    def __init__(self, into: dict[str, float] | None) -> None:
+        self.into = into
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        if self.into is not None:
+            self.into[name] = round((now - self.last) * 1000.0, 1)
+        self.last = now
 
 
 @dataclass(frozen=True, slots=True)

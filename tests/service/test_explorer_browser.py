@@ -30,6 +30,7 @@ from typer.testing import CliRunner
 from hlo.parser import parse_module
 from service.app import create_app
 from service.cli import build_app
+from service.explorer.answers import view_answer
 from service.explorer.examples import example
 from service.explorer.page import assign_report_html
 from service.settings import Settings
@@ -130,6 +131,16 @@ def test_explorer_routes_answer_bad_input_with_4xx(base_url: str) -> None:
                      json={"shape": "f32[3,5]", "blocked": "1,1:2,2:1,1"})
     assert bad.status_code == 422 and bad.json()["field"] == "blocked"
     assert httpx.get(base_url + "/v1/examples/nope", headers=AUTH).status_code == 404
+
+
+def test_graph_view_is_the_view_and_names_its_steps(base_url: str) -> None:
+    hlo = EXAMPLE.read_text()
+    answer = httpx.post(base_url + "/v1/graph-view", headers=AUTH, json={"hlo": hlo})
+    assert answer.status_code == 200
+    assert answer.json() == json.loads(json.dumps(view_answer(hlo)))
+    steps = dict(part.strip().split(";dur=") for part in answer.headers["server-timing"].split(","))
+    assert list(steps) == ["parse", "verify", "layout", "encode"]
+    assert all(float(ms) >= 0 for ms in steps.values())
 
 
 def test_assign_in_the_browser_matches_the_json_report(driver: Any, base_url: str,
@@ -355,7 +366,16 @@ def test_examples_folding_and_links(driver: Any, base_url: str) -> None:
     driver.find_element(By.ID, "graph-only").click()
     wait_for(driver, "return document.getElementById('status').textContent.startsWith('graph of')",
              60)
+    # Where the time from the click went: the request, the server's steps, the drawing.
+    timings = driver.execute_script("return window.hloExplorer.timings")
+    assert set(timings["server"]) == {"parse", "verify", "layout", "encode"}
+    parts = timings["send"] + timings["wait"] + timings["download"] + timings["render"]
+    assert timings["wait"] >= sum(timings["server"].values()) - 1  # (rounded to 0.1 ms each)
+    assert timings["total"] >= parts - 1
     module = parse_module(text)
+    count = sum(len(c.instructions) for c in module.computations)
+    shown = driver.find_element(By.ID, "render-time").text
+    assert shown.startswith(f"{count} instructions drawn {timings['total'] / 1000:.2f} s after")
     names = [c.name for c in module.computations]
     comps = driver.execute_script("return window.hloExplorer.view.computations.map((c) => c.name)")
     assert comps == names and len(names) > 2

@@ -10,10 +10,11 @@
 
   // Geometry of the drawing, in world units (CSS pixels at zoom 1).
   const COL_W = 130, NODE_W = 112, NODE_H = 22, LAYER_H = 46, HEAD_H = 26, PAD = 12, GAP = 14;
+  const TEXT_CHUNK = 200; // lines of the annotated text per lazily laid out block
 
   const state = {
     report: null, view: null, xlaScore: null, folded: new Set(), panels: [], panelOf: [],
-    scale: 1, ox: 0, oy: 0, selected: -1, selectedConversion: -1, renderMs: null,
+    scale: 1, ox: 0, oy: 0, selected: -1, selectedConversion: -1, renderMs: null, timings: null,
     byComputation: [], edgesByComputation: [], cellIndex: [],
   };
   window.hloExplorer = state; // read by the tests and the benchmark
@@ -35,14 +36,20 @@
     return node;
   }
 
-  async function api(path, body) {
+  // `timing` (optional) receives the milliseconds of the request: `send` (the body made and
+  // handed to fetch), `wait` (sent -> answer headers: upload, queue, server work),
+  // `download` (headers -> JSON parsed) and `server` (the server's own Server-Timing steps).
+  async function api(path, body, timing) {
     const headers = {};
+    const started = performance.now();
     if (body !== undefined) headers["Content-Type"] = "application/json";
     if (token) headers["Authorization"] = "Bearer " + token;
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const sent = performance.now();
     const response = await fetch(path, {
-      method: body === undefined ? "GET" : "POST", headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      method: body === undefined ? "GET" : "POST", headers, body: payload,
     });
+    const answered = performance.now();
     if (response.status === 401) {
       $("token-form").hidden = false;
       $("token").focus();
@@ -54,7 +61,22 @@
       const where = data.line ? ` (line ${data.line}, column ${data.column})` : "";
       throw new Error(`${data.type || response.status}: ${data.message}${where}`);
     }
+    if (timing) {
+      timing.send = sent - started;
+      timing.wait = answered - sent;
+      timing.download = performance.now() - answered;
+      timing.server = serverTiming(response.headers.get("Server-Timing"));
+    }
     return data;
+  }
+
+  function serverTiming(header) {
+    const out = {};
+    for (const part of (header || "").split(",")) {
+      const match = part.trim().match(/^([\w-]+);dur=([\d.]+)$/);
+      if (match) out[match[1]] = Number(match[2]);
+    }
+    return out;
   }
 
   // ---------------------------------------------------------------- result numbers
@@ -471,9 +493,16 @@
     pre.replaceChildren();
     const lineToNode = new Map();
     view.nodes.line.forEach((line, i) => { if (line !== null) lineToNode.set(line, i); });
+    // Lines go in chunks the browser lays out only when scrolled into view (CSS
+    // content-visibility), so 20k lines cost little more than 200 after the graph is drawn.
     const fragment = document.createDocumentFragment();
+    let chunk = null;
     text.split("\n").forEach((line, k) => {
       const number = k + 1;
+      if (k % TEXT_CHUNK === 0) {
+        chunk = el("div", { class: "chunk" });
+        fragment.append(chunk);
+      }
       const span = el("span", { class: "ln", id: "L" + number }, line);
       const i = lineToNode.get(number);
       if (i !== undefined) {
@@ -486,16 +515,22 @@
           span.append(link);
         }
       }
-      fragment.append(span);
+      chunk.append(span);
     });
     pre.append(fragment);
     $("text-section").hidden = false;
   }
 
-  function timedText(text, view) {
+  // textMs: building the text's elements; settledMs (when the click's time is known): from
+  // the click to the second frame after the text is in place, when the page answers again.
+  function timedText(text, view, clicked) {
     const start = performance.now();
     showText(text, view);
     state.textMs = Math.round(performance.now() - start);
+    if (clicked === undefined) return;
+    requestAnimationFrame(() => requestAnimationFrame(() => {
+      state.settledMs = Math.round(performance.now() - clicked);
+    }));
   }
 
   function selectLine(line) {
@@ -603,7 +638,7 @@
     };
   }
 
-  async function runAssign() {
+  async function runAssign(clicked) {
     const hlo = $("hlo").value;
     const target = $("target").value;
     setStatus("solving\u2026");
@@ -622,26 +657,49 @@
     state.xlaScore = xlaScore;
     showNumbers(report, xlaScore);
     setStatus("drawing the graph\u2026");
-    const view = await api("/v1/graph-view", { hlo: report.hlo, inserted: report.inserted, terms: report.terms });
+    const timing = {};
+    const view = await api("/v1/graph-view", { hlo: report.hlo, inserted: report.inserted, terms: report.terms }, timing);
     await showView(view);
-    timedText(report.hlo, view);
+    showTimings(timing, clicked);
+    timedText(report.hlo, view, clicked);
     setStatus(`${report.status}: cost ${report.objective} ns, ${report.inserted.length} conversions`);
   }
 
-  async function runGraphOnly() {
+  async function runGraphOnly(clicked) {
     setStatus("drawing the graph\u2026");
     const hlo = $("hlo").value;
-    const view = await api("/v1/graph-view", { hlo });
+    const timing = {};
+    const view = await api("/v1/graph-view", { hlo }, timing);
     await showView(view);
-    timedText(hlo, view);
+    showTimings(timing, clicked);
+    timedText(hlo, view, clicked);
     setStatus(`graph of ${view.module}: ${view.nodes.name.length} instructions`);
   }
 
+  // `work` gets the time of the click (or key press) that started it.
   function guarded(work) {
     return async (event) => {
+      const clicked = event && event.timeStamp ? event.timeStamp : performance.now();
       if (event) event.preventDefault();
-      try { await work(); } catch (err) { setStatus(err.message, true); }
+      try { await work(clicked); } catch (err) { setStatus(err.message, true); }
     };
+  }
+
+  // Where the time from the click to the drawn graph went (state.timings, in ms, and a line
+  // above the graph): the graph-view request's parts, the server's own steps, the drawing.
+  function showTimings(timing, clicked) {
+    const parts = { ...timing, render: state.renderMs, total: performance.now() - clicked };
+    for (const key of Object.keys(parts)) {
+      if (typeof parts[key] === "number") parts[key] = Math.round(parts[key] * 10) / 10;
+    }
+    state.timings = parts;
+    const steps = Object.entries(parts.server || {});
+    const spent = steps.reduce((sum, [, v]) => sum + v, 0);
+    const other = parts.send + parts.wait - spent + parts.download;
+    $("render-time").textContent = `${state.view.nodes.name.length} instructions drawn ` +
+      `${(parts.total / 1000).toFixed(2)} s after the click (server ${Math.round(spent)} ms: ` +
+      `${steps.map(([k, v]) => `${k} ${Math.round(v)}`).join(", ")}; request, transfer and ` +
+      `JSON ${Math.round(other)} ms; drawing ${parts.render} ms)`;
   }
 
   function wireCanvas() {
