@@ -44,7 +44,7 @@ def _count(module) -> int:
 
 def run(name: str, module, target: str, time_limit: float, xla=None) -> dict:
     began = time.perf_counter()
-    r = assign(module, AssignOptions(target=target, time_limit=time_limit))
+    r = assign(module, target, AssignOptions(time_limit_s=time_limit))
     total = time.perf_counter() - began
     row = {"module": name, "target": target, "instructions": _count(module),
            "default": r.baselines.get("default"), "greedy": r.baselines.get("greedy"),

@@ -98,12 +98,12 @@ def measure_module(name: str, args, compare_target) -> dict:
     if reason is not None:
         return {"module": name, "skipped": reason}
     before = parse_module(before_text, name)
-    options = AssignOptions(target=args.target, time_limit=args.time_limit)
+    options = AssignOptions(time_limit_s=args.time_limit)
     began = time.perf_counter()
-    ours = assign(before, options)
+    ours = assign(before, args.target, options)
     assign_s = time.perf_counter() - began
     variants = {"xla": xla, "ours": ours.module,
-                **layout_variants(before, options, count=args.random, seed=args.seed)}
+                **layout_variants(before, args.target, options, count=args.random, seed=args.seed)}
     labels = list(variants)
     load_before = os.getloadavg()[0]
     run = run_modules([*variants.items(), ("semantics", parse_module(pre_text, name))],

@@ -47,7 +47,7 @@ def main() -> None:
         row = {"module": name, "instructions": size}
         for cap in (6, 64):
             began = time.perf_counter()
-            r = assign(module, AssignOptions(target=args.target, time_limit=args.time_limit,
+            r = assign(module, args.target, AssignOptions(time_limit_s=args.time_limit,
                                              max_candidates=cap))
             row[f"cap{cap}"] = {"status": r.status, "cost": r.objective,
                                 "bound": r.lower_bound, "s": round(time.perf_counter() - began, 1),

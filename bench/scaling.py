@@ -39,7 +39,7 @@ began = time.perf_counter()
 module = parse_module(text)
 gc.freeze()
 parsed = time.perf_counter()
-result = assign(module, AssignOptions(target=target, time_limit=limit))
+result = assign(module, target, AssignOptions(time_limit_s=limit))
 done = time.perf_counter()
 print(json.dumps({"instructions": sum(len(c.instructions) for c in module.computations),
                   "parse_s": round(parsed - began, 2), "assign_s": round(done - parsed, 2),

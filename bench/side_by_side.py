@@ -31,7 +31,7 @@ text = gzip.open(path, "rt").read() if path.endswith(".gz") else open(path).read
 began = time.perf_counter()
 module = parse_module(text)
 parsed = time.perf_counter()
-result = assign(module, AssignOptions(target=target, time_limit=limit))
+result = assign(module, target, AssignOptions(time_limit_s=limit))
 done = time.perf_counter()
 print(json.dumps({"parse_s": round(parsed - began, 2), "assign_s": round(done - parsed, 2),
                   "end_to_end_s": round(done - began, 2), "status": result.status,

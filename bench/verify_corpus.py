@@ -69,7 +69,7 @@ def main() -> None:
             for target in args.targets.split(","):
                 row = {"module": name, "stage": stage, "target": target}
                 try:
-                    r = assign(original, AssignOptions(target=target, time_limit=args.time_limit))
+                    r = assign(original, target, AssignOptions(time_limit_s=args.time_limit))
                     row.update(status=r.status, objective=r.objective, violations=len(r.violations))
                     out = outdir / f"{name}.{stage}.{target}.hlo"
                     out.write_text(print_module(r.module))

@@ -5,8 +5,9 @@ the operation's options from :mod:`service.options`, and returns a
 :class:`service.pipeline.Produced`: the report (JSON data that depends only on the request),
 the output module text and the wall-clock timings, which travel beside the report.
 
-:func:`solver_options` is the one place where the service's ``AssignOptions`` (the HTTP schema
-and the ``batch`` flags) becomes the solver's ``AssignOptions``.
+The engine reads the request's own ``AssignOptions`` (one schema for every door); the target
+arrives loaded, as a value, so the engine never resolves a name or a path that came from a
+request.
 
 Example: ``assign(module, load_target("tpu"), AssignOptions(time_limit_s=5))`` gives the
 report of DESIGN §10 (status, objective, lower bound, gap, baselines, breakdown, per-instruction
@@ -31,31 +32,10 @@ from service.pipeline import (
     failure_type_of,
     hlo_failure,
 )
-from solver.layout_assignment import options as solver_options_module
 from solver.errors import AssignmentError
 from solver.layout_assignment.assign import assign as assign_layouts
 from solver.layout_assignment.assign import score as score_layouts
 from solver.layout_assignment.report import summary, to_json
-
-
-def solver_options(options: AssignOptions, target: Any) -> solver_options_module.AssignOptions:
-    """The solver's options for a service request.
-
-    ``target`` is the loaded :class:`hlo.target.Target` (a built-in or an inline one), handed
-    over as a value so the solver never resolves a name or a path that came from a request.
-    CP-SAT keeps the solver's own thread count and deterministic search, so the service and
-    ``hlo-layout assign`` give the same answer for the same input.
-    """
-    return solver_options_module.AssignOptions(
-        target=target,
-        entry_layout=options.entry_layout.value,  # type: ignore[arg-type]
-        time_limit=options.time_limit_s,
-        seed=options.seed,
-        emit_bitcasts=options.emit_bitcasts,
-        max_candidates=options.max_candidates,
-        verify=options.verify,
-        normalize=None if options.normalize is None else tuple(p.value for p in options.normalize),
-    )
 
 
 def _fail(exc: HloError) -> OperationFailed:
@@ -88,14 +68,12 @@ def assign(module: Module, target: Any, options: Options,
     """``progress``: hears the solver's progress events while it runs."""
     assert isinstance(options, AssignOptions)  # the pipeline checked the options' type
     try:
-        result = assign_layouts(module, solver_options(options, target),  # normalizes too
-                                progress=progress)
+        result = assign_layouts(module, target, options, progress=progress)  # normalizes too
     except AssignmentError as exc:
         raise OperationFailed(Failure(FailureType.INFEASIBLE, str(exc), field="target")) from exc
     except HloError as exc:
         raise _fail(exc) from exc
     report = to_json(result, include_hlo=False, include_timings=False)
-    report["options"] = {**report["options"], "seed": options.seed, "verify": options.verify}
     report["copies_inserted"] = summary(result)["copies_inserted"]
     return Produced(report, print_module(result.module), tuple(result.timings_ms.items()))
 

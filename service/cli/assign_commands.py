@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hlo.errors import HloError
-from hlo.passes import DEFAULT_PASSES, PassError, pass_names, passes_for_target
+from hlo.passes import DEFAULT_PASSES, PassError, passes_for_target
 from hlo.printer import print_module
 from hlo.target import load_target
 from service.cli.measure_commands import print_measured
@@ -25,27 +25,28 @@ from service.cli.source import load_module
 from service.measurement import exit_code
 from solver.errors import AssignmentError
 from solver.layout_assignment.assign import assign, score
-from solver.layout_assignment.options import AssignOptions
+from solver.layout_assignment.options import AssignOptions, EntryLayout, NormalizePass
 from solver.layout_assignment.report import summary, to_json
 from solver.progress import throttled
 
 
-def _normalization(flag: bool | None, passes: str | None, target: str) -> tuple[str, ...] | None:
+def _normalization(flag: bool | None, passes: str | None, target: str
+                   ) -> tuple[NormalizePass, ...] | None:
     """``AssignOptions.normalize`` from the flags: ``--passes`` names them, ``--no-normalize``
     runs none, ``--normalize`` the target's passes (normalize-reductions where it asks for
     none), neither: the target's default (``None``)."""
     if passes is not None:
         if flag is False:
             raise PassError("--no-normalize and --passes contradict each other")
-        names = pass_names(passes)
-        if not names:
+        named = NormalizePass.named(passes)
+        if not named:
             raise PassError("--passes names no pass")
-        return names
+        return named
     if flag is None:
         return None
     if not flag:
         return ()
-    return passes_for_target(load_target(target)) or DEFAULT_PASSES
+    return NormalizePass.named(passes_for_target(load_target(target)) or DEFAULT_PASSES)
 
 
 def measured_report(module, ours, target: str, baseline: Path | None, reps: int) -> dict:
@@ -114,13 +115,12 @@ def assign_command(
     # cyclic collector from rescanning it (on 10k-instruction modules its full
     # collections cost seconds).
     gc.freeze()
-    options = AssignOptions(target=target, entry_layout=entry_layout,  # type: ignore[arg-type]
-                            time_limit=time_limit, emit_bitcasts=emit_bitcasts,
-                            normalize=requested)
+    options = AssignOptions(entry_layout=EntryLayout(entry_layout), time_limit_s=time_limit,
+                            emit_bitcasts=emit_bitcasts, normalize=requested)
     shown = progress if progress is not None else sys.stderr.isatty()
     watch = throttled(ProgressLine(sys.stderr), REDRAW_S) if shown else None
     try:
-        result = assign(module, options, progress=watch)
+        result = assign(module, target, options, progress=watch)
     except (HloError, AssignmentError) as err:
         typer.echo(f"{path}: error: {getattr(err, 'message', err)}", err=True)
         raise typer.Exit(code=2) from None

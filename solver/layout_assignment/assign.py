@@ -1,4 +1,4 @@
-"""Layout assignment end to end: ``assign(module, options)`` and ``score(module, target)``.
+"""Layout assignment end to end: ``assign(module, target, options)`` and ``score(module, target)``.
 
 ``assign``: layout graph -> candidates -> labeling problem -> baselines
 (all-default, greedy) -> CP-SAT (through :func:`solver.solve.solve`) on the
@@ -43,7 +43,7 @@ from solver.layout_assignment.normalization import (
     normalization_passes,
     normalize,
 )
-from solver.layout_assignment.options import AssignOptions
+from solver.layout_assignment.options import AssignOptions, EntryLayout
 from solver.layout_assignment.plan import InsertedCopy, plan_for
 from solver.layout_assignment.shared_copies import improve, true_cost
 from solver.options import SolveOptions
@@ -158,8 +158,7 @@ OPTIONAL_STEP_S = 0.2
 
 
 def _solve_options(options: AssignOptions, time_limit: float) -> SolveOptions:
-    return SolveOptions(time_limit=time_limit, num_workers=options.num_workers,
-                        seed=options.seed, heuristic_time=min(2.0, time_limit / 4),
+    return SolveOptions(time_limit=time_limit, seed=options.seed, heuristic_time=min(2.0, time_limit / 4),
                         presolve="light", whole_model_labels=WHOLE_MODEL_LABELS)
 
 
@@ -247,11 +246,12 @@ class Rewritten:
     true_costs: dict[str, int]
 
 
-def assign(module: Module, options: AssignOptions = AssignOptions(),
+def assign(module: Module, target: str | Target, options: AssignOptions = AssignOptions(),
            progress: ProgressCallback | None = None) -> AssignResult:
     """Assign layouts to ``module`` (see the module docstring for the steps).
 
-    ``options.time_limit`` bounds the wall clock of the whole call: the solves share
+    ``target``: a loaded target, or a built-in name or target file to load.
+    ``options.time_limit_s`` bounds the wall clock of the whole call: the solves share
     what the steps before them left, minus a reserve for the rewrite after them, and
     optional steps are skipped when it is spent. ``progress`` hears every step and
     every better answer or bound (:mod:`solver.progress`; costs are true costs).
@@ -260,9 +260,9 @@ def assign(module: Module, options: AssignOptions = AssignOptions(),
     tracker = Tracker(progress)
     tracker.enter("candidates")
     instructions = sum(len(c.instructions) for c in module.computations)
-    budget = Budget(options.time_limit - min(0.25 * options.time_limit,
-                                             FINISH_S + FINISH_S_PER_INSTRUCTION * instructions))
-    target = _target(options.target)
+    limit = options.time_limit_s
+    budget = Budget(limit - min(0.25 * limit, FINISH_S + FINISH_S_PER_INSTRUCTION * instructions))
+    target = _target(target)
     passes = normalization_passes(options.normalize, target)
     cm = CostModel(target)
     compiled = _compile(module, options, cm, laps)
@@ -330,7 +330,7 @@ def optimality_scope(compiled: Compiled, cap: int) -> dict:
 
 def _compile(module: Module, options: AssignOptions, cm: CostModel, laps: Laps) -> Compiled:
     """Layout graph -> candidate layouts -> the per-use labeling problem."""
-    graph = build_graph(module, entry_auto=options.entry_layout == "auto")
+    graph = build_graph(module, entry_auto=options.entry_layout == EntryLayout.AUTO)
     cands = candidate_sets(graph, cm, cap=options.max_candidates)
     laps.lap("candidates")
     compiled = compile_problem(graph, cands, cm)
@@ -440,7 +440,7 @@ def _layouts(module: Module) -> tuple[tuple[str, str, str], ...]:
 
 def _entry_layouts(original: Module, module: Module, options: AssignOptions) -> dict:
     """The entry computation's layouts, when some were left to the assignment."""
-    if options.entry_layout != "auto" and not _has_auto(original):
+    if options.entry_layout != EntryLayout.AUTO and not _has_auto(original):
         return {}
     return {"parameters": [str(p.shape) for p in module.entry.parameter_instructions()],
             "result": str(module.entry.root_instruction.shape)}

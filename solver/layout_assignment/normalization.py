@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hlo.ir import Module
-from hlo.passes import apply_passes, pass_names, passes_for_target
+from hlo.passes import apply_passes, passes_for_target
 from hlo.passes.normalize_reductions import non_canonical_reduces
 from hlo.target import Target
+from solver.layout_assignment.options import NormalizePass
 
 __all__ = ["NOTHING_NORMALIZED", "Normalization", "normalization_passes", "normalize"]
 
@@ -46,11 +47,12 @@ class Normalization:
 NOTHING_NORMALIZED = Normalization()
 
 
-def normalization_passes(requested: tuple[str, ...] | None, target: Target) -> tuple[str, ...]:
-    """Canonical pass names: the target's default for ``None``, else the ones named."""
+def normalization_passes(requested: tuple[NormalizePass, ...] | None, target: Target
+                         ) -> tuple[str, ...]:
+    """Full pass names: the target's default for ``None``, else the ones requested."""
     if requested is None:
         return passes_for_target(target)
-    return pass_names(requested)
+    return tuple(p.pass_name for p in requested)
 
 
 def normalize(module: Module, names: tuple[str, ...]) -> tuple[Module, Normalization]:

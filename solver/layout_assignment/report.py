@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from hlo.printer import print_module
 from solver.layout_assignment.assign import AssignResult
+from solver.layout_assignment.options import options_to_json
 
 __all__ = ["to_json", "summary"]
 
@@ -34,12 +35,7 @@ def to_json(result: AssignResult, *, include_hlo: bool = True, include_timings: 
     report = {
         "module": result.original.name,
         "target": result.target,
-        "options": {"entry_layout": result.options.entry_layout,
-                    "time_limit": result.options.time_limit,
-                    "emit_bitcasts": result.options.emit_bitcasts,
-                    "max_candidates": result.options.max_candidates,
-                    "normalize": (None if result.options.normalize is None
-                                  else list(result.options.normalize))},
+        "options": options_to_json(result.options),
         "status": result.status,
         "chosen_by": result.chosen_by,
         "objective": result.objective,

@@ -9,7 +9,7 @@ each with probability ``fraction`` to a random label that keeps every rule aroun
 cost, the edges and ties at the node) allowed. Variant ``k`` of ``count`` uses
 ``fraction = (k + 1) / count``, from a few changes to many.
 
-Example: ``layout_variants(module, AssignOptions(target="cpu"), count=5)`` ->
+Example: ``layout_variants(module, "cpu", AssignOptions(), count=5)`` ->
 ``{"default": .., "greedy": .., "random-0": .., ..., "random-4": ..}``.
 """
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from hlo.ir import Module
 from hlo.passes.apply_layouts import apply_layouts
+from hlo.target import Target
 from solver.laps import Laps
 from solver.layout_assignment.assign import _baselines, _compile, _target
 from solver.layout_assignment.costs import CostModel
@@ -29,10 +30,10 @@ from solver.problem import FORBIDDEN, Problem
 __all__ = ["layout_variants", "random_labels"]
 
 
-def layout_variants(module: Module, options: AssignOptions, *, count: int = 5,
-                    seed: int = 0) -> dict[str, Module]:
+def layout_variants(module: Module, target: str | Target, options: AssignOptions, *,
+                    count: int = 5, seed: int = 0) -> dict[str, Module]:
     """``default``, ``greedy`` and ``count`` random consistent assignments of ``module``."""
-    cm = CostModel(_target(options.target))
+    cm = CostModel(_target(target))
     compiled = _compile(module, options, cm, Laps())
     runs = _baselines(compiled, Laps())
     labelings = {"default": runs.labels["default"], "greedy": runs.labels["greedy"]}

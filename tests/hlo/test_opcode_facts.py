@@ -47,7 +47,7 @@ def test_verifier_and_assignment_agree_on_the_tie() -> None:
     tied = parse_module(_select_and_scatter("f32[4,6]{0,1}", "f32[2,3]{0,1}", "f32[4,6]{0,1}"))
     assert verify_layouts(tied) == []
     result = assign(parse_module(_select_and_scatter("f32[4,6]", "f32[2,3]", "f32[4,6]")),
-                    AssignOptions(target="cpu", time_limit=5))
+                    "cpu", AssignOptions(time_limit_s=5))
     assert result.violations == ()
     entry = result.module.entry
     layouts = {entry.instruction(n).shape.layout.minor_to_major for n in ("a", "s", "r")

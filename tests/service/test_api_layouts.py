@@ -67,7 +67,7 @@ def assigned(client: httpx.Client) -> dict:
 
 def test_assign_report_is_the_solvers_report(assigned: dict) -> None:
     direct = assign(parse_module(corpus_text(SMALL), SMALL),
-                    AssignOptions(target="tpu", time_limit=10))
+                    "tpu", AssignOptions(time_limit_s=10))
     expected = to_json(direct, include_timings=False)
     for key in ("module", "target", "status", "objective", "model_objective", "lower_bound",
                 "gap", "baselines", "breakdown", "terms", "layouts", "inserted", "entry_layouts",
@@ -115,7 +115,7 @@ def test_assign_text_plain_with_query_options(client: httpx.Client) -> None:
     )
     assert r.status_code == 200, r.text
     report = r.json()
-    assert report["options"]["entry_layout"] == "auto" and report["options"]["time_limit"] == 5
+    assert report["options"]["entry_layout"] == "auto" and report["options"]["time_limit_s"] == 5
     assert report["options"]["emit_bitcasts"] is True and report["options"]["max_candidates"] == 4
     assert report["normalization"]["passes"] == ["normalize-reductions"]
     # AUTO: the report says which layouts to feed, and they are the module's own.
@@ -146,11 +146,11 @@ def test_time_limit_is_capped_and_defaulted_by_the_server_settings(client: httpx
     text = corpus_text("mlp_fwd_tiny.pre_short.hlo")
     r = client.post("/v1/assign", json={"hlo": text, "target": "cpu",
                                         "options": {"time_limit_s": 600}})
-    assert r.status_code == 200 and r.json()["options"]["time_limit"] == 20
+    assert r.status_code == 200 and r.json()["options"]["time_limit_s"] == 20
     r = client.post("/v1/assign", json={"hlo": text, "target": "cpu"})
-    assert r.status_code == 200 and r.json()["options"]["time_limit"] == 7
+    assert r.status_code == 200 and r.json()["options"]["time_limit_s"] == 7
     r = client.post("/v1/assign?target=cpu", content=text, headers={"content-type": "text/plain"})
-    assert r.status_code == 200 and r.json()["options"]["time_limit"] == 7
+    assert r.status_code == 200 and r.json()["options"]["time_limit_s"] == 7
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,7 @@ def test_default_operation_is_assign_with_a_summary_per_module(tmp_path: Path) -
         stem = name[: -len(".hlo")]
         # Oracle: the solver itself on the same module and options.
         direct = assign(parse_module((src / name).read_text(), name),
-                        AssignOptions(target="tpu", time_limit=10))
+                        "tpu", AssignOptions(time_limit_s=10))
         expected = summary(direct)
         row = rows[stem]
         assert row["status"] == "ok" and row["solve_status"] == expected["status"]

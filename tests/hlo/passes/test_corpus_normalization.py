@@ -124,7 +124,7 @@ TARGETS = ("cpu", "gpu", "tpu", "ascend")
 def assigned(name: str, target: str) -> tuple[Module, Module, Module]:
     """(assign output, the target's own passes on it, all passes on it)."""
     module = parse_file(shared_path("corpus", f"{name}.before_layout.hlo"))
-    laid_out = assign(module, AssignOptions(target=target, time_limit=5.0)).module
+    laid_out = assign(module, target, AssignOptions(time_limit_s=5.0)).module
     own = run_passes(laid_out, passes_for_target(load_target(target)))
     return laid_out, own, run_passes(laid_out, GROUPED)
 

@@ -28,7 +28,7 @@ MODULES = [
     "tuple_outputs_aliasing", "linalg_custom_calls", "layernorm_fwd",
 ]
 TARGETS = ["cpu", "gpu", "tpu", "ascend"]
-OPTIONS = dict(time_limit=5.0)
+OPTIONS = dict(time_limit_s=5.0)
 
 
 def _path(name: str, stage: str):
@@ -45,8 +45,8 @@ def outputs():
         for stage in ("before_layout", "pre"):
             module = parse_file(_path(name, stage))
             for target in TARGETS:
-                results[(name, stage, target)] = (module, assign(module, AssignOptions(
-                    target=target, **OPTIONS)))
+                results[(name, stage, target)] = (
+                    module, assign(module, target, AssignOptions(**OPTIONS)))
     return results
 
 

@@ -21,7 +21,7 @@ def test_topk_of_a_transpose_gets_a_dim0_major_operand_and_compiles():
 
     stages = dump_stages(lambda x: jax.lax.top_k(x.T * 2.0, 5), np.ones((64, 32), np.float32),
                          name="topk_of_transpose")
-    result = assign(parse_module(stages.before_layout), AssignOptions(target="cpu", time_limit=5))
+    result = assign(parse_module(stages.before_layout), "cpu", AssignOptions(time_limit_s=5))
     calls = [i for i in result.module.entry.instructions if i.opcode == "custom-call"]
     assert len(calls) == 1
     operand = result.module.entry.instruction(calls[0].operands[0])
@@ -51,9 +51,9 @@ def test_every_variant_of_a_batched_dot_compiles_in_xla():
     from solver.layout_assignment.variants import layout_variants
 
     module = parse_module(BATCHED_DOT)
-    options = AssignOptions(target="cpu", time_limit=5)
-    variants = {"ours": assign(module, options).module,
-                **layout_variants(module, options, count=4, seed=1)}
+    options = AssignOptions(time_limit_s=5)
+    variants = {"ours": assign(module, "cpu", options).module,
+                **layout_variants(module, "cpu", options, count=4, seed=1)}
     run = run_modules([("input", module), *variants.items()], seed=3)
     assert [e.refusal for e in run.executions] == [None] * (1 + len(variants))
     assert all(run.matches(k).ok for k in range(1, len(run.executions)))
@@ -66,7 +66,7 @@ def test_fft_operands_are_dim0_major_so_the_result_compiles():
 
     before = parse_module(shared_path("corpus", "fft_1d.before_layout.hlo").read_text())
     xla = parse_module(shared_path("corpus", "fft_1d.after_layout.hlo").read_text())
-    ours = assign(before, AssignOptions(target="cpu", time_limit=5)).module
+    ours = assign(before, "cpu", AssignOptions(time_limit_s=5)).module
     run = run_modules([("xla", xla), ("ours", ours)], seed=5)
     assert run.executions[1].refusal is None
     assert run.matches(1).ok

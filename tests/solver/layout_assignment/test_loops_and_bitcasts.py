@@ -75,7 +75,7 @@ def test_weights_do_not_depend_on_the_order_computations_are_written_in() -> Non
 
 def test_a_known_trip_count_moves_the_relayout_out_of_the_loop():
     module = _loop(True)
-    result = assign(module, AssignOptions(target="cpu", time_limit=10))
+    result = assign(module, "cpu", AssignOptions(time_limit_s=10))
     assert result.status == "OPTIMAL" and result.violations == ()
     # One copy of w before the loop; the body's transpose became free.
     assert [(x.computation, x.value, x.path, x.runs)
@@ -93,7 +93,7 @@ def test_a_known_trip_count_moves_the_relayout_out_of_the_loop():
 
 def test_without_a_trip_count_the_body_runs_once_in_the_model():
     module = _loop(False)
-    result = assign(module, AssignOptions(target="cpu", time_limit=10))
+    result = assign(module, "cpu", AssignOptions(time_limit_s=10))
     assert result.status == "OPTIMAL" and result.violations == ()
     # A standalone transpose in the body costs more than a copy doing the same movement
     # (measured on XLA:CPU): one copy before the loop, the body's transpose a bitcast.
@@ -111,8 +111,8 @@ def _count(module, opcode: str) -> int:
 def test_emit_bitcasts_writes_free_transposes_and_reshapes_as_bitcasts(name, target):
     path = shared_path("corpus") / f"{name}.before_layout.hlo"
     original = parse_file(path)
-    plain = assign(original, AssignOptions(target=target, time_limit=5))
-    cast = assign(original, AssignOptions(target=target, time_limit=5, emit_bitcasts=True))
+    plain = assign(original, target, AssignOptions(time_limit_s=5))
+    cast = assign(original, target, AssignOptions(time_limit_s=5, emit_bitcasts=True))
     assert cast.violations == () and verify_layouts(cast.module) == []
     bitcasts = _count(cast.module, "bitcast")
     moved = (_count(plain.module, "transpose") + _count(plain.module, "reshape")
@@ -132,7 +132,7 @@ def test_emit_bitcasts_writes_free_transposes_and_reshapes_as_bitcasts(name, tar
 
 def test_loop_with_emit_bitcasts_is_equivalent():
     module = _loop(True)
-    result = assign(module, AssignOptions(target="cpu", time_limit=10, emit_bitcasts=True))
+    result = assign(module, "cpu", AssignOptions(time_limit_s=10, emit_bitcasts=True))
     body = next(c for c in result.module.computations if c.name == "body")
     assert body.instruction("t").opcode == "bitcast"
     assert result.violations == ()

@@ -15,7 +15,7 @@ from hlo.parser import parse_file
 from hlo.passes.normalize_reductions import non_canonical_reduces
 from hlo.verifier import collect_errors
 from solver.layout_assignment.assign import assign, score
-from solver.layout_assignment.options import AssignOptions
+from solver.layout_assignment.options import AssignOptions, NormalizePass
 
 #: Modules with reductions the assignment leaves non-canonical on gpu, and one without.
 GPU_MODULES = ["reduce_2d", "reduce_3d", "argmax_multi_output_reduce", "softmax_axes",
@@ -30,7 +30,7 @@ def _module(name: str):
 @pytest.mark.parametrize("name", GPU_MODULES)
 def test_gpu_normalizes_by_default_and_stays_equivalent(name):
     original = _module(name)
-    result = assign(original, AssignOptions(target="gpu", time_limit=5))
+    result = assign(original, "gpu", AssignOptions(time_limit_s=5))
     norm = result.normalization
     assert norm.passes == ("normalize-reductions", "group-reductions")
     # Oracle for "normalized": the reduces the assignment left non-canonical are exactly the
@@ -46,20 +46,20 @@ def test_gpu_normalizes_by_default_and_stays_equivalent(name):
 
 
 def test_the_reduce_modules_do_get_rewritten():
-    rewritten = {name: len(assign(_module(name), AssignOptions(target="gpu", time_limit=5))
+    rewritten = {name: len(assign(_module(name), "gpu", AssignOptions(time_limit_s=5))
                            .normalization.reductions_normalized) for name in GPU_MODULES[:3]}
     assert all(count > 0 for count in rewritten.values()), rewritten
 
 
 def test_off_and_explicit_passes():
     original = _module("reduce_2d")
-    off = assign(original, AssignOptions(target="gpu", time_limit=5, normalize=()))
+    off = assign(original, "gpu", AssignOptions(time_limit_s=5, normalize=()))
     assert off.normalization.passes == () and off.module is off.assigned
     assert non_canonical_reduces(off.module)            # left as assigned
-    cpu = assign(original, AssignOptions(target="cpu", time_limit=5))
+    cpu = assign(original, "cpu", AssignOptions(time_limit_s=5))
     assert cpu.normalization.passes == () and cpu.module is cpu.assigned
-    full = assign(original, AssignOptions(target="cpu", time_limit=5,
-                                          normalize=("layouts", "reductions")))
+    full = assign(original, "cpu", AssignOptions(
+        time_limit_s=5, normalize=(NormalizePass.LAYOUTS, NormalizePass.REDUCTIONS)))
     assert full.normalization.passes == ("normalize-layouts", "normalize-reductions")
     assert full.violations == ()
     assert compare_modules(original, full.module, seed=2).equivalent

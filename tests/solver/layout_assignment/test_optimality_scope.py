@@ -29,17 +29,17 @@ def _with(t: tuple[int, ...], u: tuple[int, ...]) -> str:
 
 def test_the_report_says_what_optimal_covers():
     module = parse_module(TEXT)
-    wide = assign(module, AssignOptions(target="cpu", time_limit=5, max_candidates=64))
+    wide = assign(module, "cpu", AssignOptions(time_limit_s=5, max_candidates=64))
     scope = to_json(wide, include_hlo=False)["optimality_scope"]
     assert scope == {"max_candidates": 64, "free_arrays": scope["free_arrays"],
                      "arrays_capped": 0, "covers": "every dim order of every free array"}
-    narrow = assign(module, AssignOptions(target="cpu", time_limit=5, max_candidates=2))
+    narrow = assign(module, "cpu", AssignOptions(time_limit_s=5, max_candidates=2))
     assert narrow.scope["arrays_capped"] > 0
     assert "at most 2" in narrow.scope["covers"]
 
 
 def test_every_order_optimum_is_the_brute_force_minimum():
-    result = assign(parse_module(TEXT), AssignOptions(target="cpu", time_limit=10,
+    result = assign(parse_module(TEXT), "cpu", AssignOptions(time_limit_s=10,
                                                       max_candidates=64))
     assert result.status == "OPTIMAL"
     brute = min(score(parse_module(_with(t, u)), "cpu").total

@@ -39,8 +39,8 @@ ENTRY e {
 
 def test_tpu_padding_steers_a_small_minor_dim_to_the_other_order():
     module = parse_module(SMALL_MINOR)
-    tpu = assign(module, AssignOptions(target="tpu", entry_layout="auto", time_limit=5))
-    cpu = assign(module, AssignOptions(target="cpu", entry_layout="auto", time_limit=5))
+    tpu = assign(module, "tpu", AssignOptions(entry_layout="auto", time_limit_s=5))
+    cpu = assign(module, "cpu", AssignOptions(entry_layout="auto", time_limit_s=5))
     assert str(tpu.module.entry.root_instruction.shape) == "f32[1024,2]{0,1:T(2,128)}"
     assert str(cpu.module.entry.root_instruction.shape) == "f32[1024,2]{1,0}"
     assert tpu.entry_layouts["parameters"] == ["f32[1024,2]{0,1:T(2,128)}"]
@@ -49,7 +49,7 @@ def test_tpu_padding_steers_a_small_minor_dim_to_the_other_order():
 def test_gpu_picks_nhwc_for_half_precision_2d_convolutions():
     for dtype, want in (("f16", (1, 3, 2, 0)), ("bf16", (1, 3, 2, 0)), ("f64", (3, 2, 1, 0))):
         module = parse_module(CONV.replace("DT", dtype))
-        r = assign(module, AssignOptions(target="gpu", time_limit=5))
+        r = assign(module, "gpu", AssignOptions(time_limit_s=5))
         comp = r.module.entry
         conv = comp.instruction("c")
         lhs = comp.instruction(conv.operands[0]).shape
@@ -60,7 +60,7 @@ def test_gpu_picks_nhwc_for_half_precision_2d_convolutions():
 
 def test_ascend_puts_convolution_operands_in_nc1hwc0_and_fractal_z():
     module = parse_module(CONV.replace("DT", "f16"))
-    r = assign(module, AssignOptions(target="ascend", time_limit=5))
+    r = assign(module, "ascend", AssignOptions(time_limit_s=5))
     comp = r.module.entry
     conv = comp.instruction("c")
     lhs = comp.instruction(conv.operands[0])
@@ -100,7 +100,7 @@ def test_tiny_modules_match_brute_force_over_all_candidate_combinations():
     for text in TINY:
         module = parse_module(text)
         for target in ("cpu", "tpu", "gpu"):
-            result = assign(module, AssignOptions(target=target, time_limit=5))
+            result = assign(module, target, AssignOptions(time_limit_s=5))
             cm = CostModel(load_target(target))
             graph = build_graph(module)
             cands = candidate_sets(graph, cm)
@@ -114,7 +114,7 @@ def test_tiny_modules_match_brute_force_over_all_candidate_combinations():
 
 def test_same_input_same_output_and_report():
     module = parse_module(open(shared_path("corpus", "einsum_zoo.before_layout.hlo")).read())
-    runs = [assign(module, AssignOptions(target="tpu", time_limit=5)) for _ in range(2)]
+    runs = [assign(module, "tpu", AssignOptions(time_limit_s=5)) for _ in range(2)]
     texts = [print_module(r.module) for r in runs]
     reports = [json.dumps(to_json(r, include_timings=False), sort_keys=True) for r in runs]
     assert texts[0] == texts[1] and reports[0] == reports[1]

@@ -19,7 +19,7 @@ def test_all_solves_together_stay_within_the_time_limit() -> None:
     # with one limit per solve the stages took up to 2.5x the limit (10 s here).
     module = parse_file(shared_path("corpus", "gpt_train_4l.before_layout.hlo.gz"))
     limit = 4.0
-    result = assign(module, AssignOptions(target="tpu", time_limit=limit))
+    result = assign(module, "tpu", AssignOptions(time_limit_s=limit))
     spent = sum(result.timings_ms.get(stage, 0.0) for stage in SOLVE_STAGES) / 1000
     # Model building and postsolve happen inside each solve's own limit; allow a fixed
     # slack for a loaded machine, still well under the old 2.5x.
@@ -35,7 +35,7 @@ def test_time_limit_bounds_the_wall_clock_of_the_whole_assignment() -> None:
     module = parse_file(shared_path("corpus", "gpt_train_4l.before_layout.hlo.gz"))
     limit = 1.0
     began = time.perf_counter()
-    result = assign(module, AssignOptions(target="tpu", time_limit=limit))
+    result = assign(module, "tpu", AssignOptions(time_limit_s=limit))
     wall = time.perf_counter() - began
     assert result.status == "FEASIBLE" and "bound" not in result.timings_ms
     assert result.bound_status == "exact FEASIBLE, relaxed not solved (time limit)"
@@ -52,7 +52,7 @@ def test_time_limit_bounds_the_wall_clock_of_the_whole_assignment() -> None:
 def test_progress_events_come_in_order_with_sane_values() -> None:
     module = parse_file(shared_path("corpus", "transformer_block_train.before_layout.hlo"))
     events: list[Progress] = []
-    result = assign(module, AssignOptions(target="tpu", time_limit=20.0), progress=events.append)
+    result = assign(module, "tpu", AssignOptions(time_limit_s=20.0), progress=events.append)
     phases = [e.phase for e in events]
     order = ["candidates", "baselines", "per-use model", "exact problem", "relaxed bound",
              "local search", "rewrite", "done"]

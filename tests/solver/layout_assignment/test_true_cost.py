@@ -97,7 +97,7 @@ def test_bound_and_status_hold_against_brute_force_of_the_true_cost(text, target
         # The fast true cost is exact; the relaxation never exceeds it.
         assert true_cost(compiled, labels) == true, labels
         assert evaluate(compiled.relaxed, labels) <= true, labels
-    result = assign(module, AssignOptions(target=target, time_limit=10))
+    result = assign(module, target, AssignOptions(time_limit_s=10))
     assert result.lower_bound is not None and result.lower_bound <= optimum <= result.objective
     if result.status == "OPTIMAL":
         assert result.objective == optimum == result.lower_bound
@@ -109,7 +109,7 @@ def test_bound_and_status_hold_against_brute_force_of_the_true_cost(text, target
 def test_the_per_use_model_misses_the_shared_copy_and_the_report_says_so():
     module = parse_module(_shared(3))
     costs, compiled = _brute(module, "cpu")
-    result = assign(module, AssignOptions(target="cpu", time_limit=10))
+    result = assign(module, "cpu", AssignOptions(time_limit_s=10))
     report = to_json(result, include_hlo=False, include_timings=False)
     model = report["model"]
     # The model's own optimum is worse in truth than the true optimum we return.

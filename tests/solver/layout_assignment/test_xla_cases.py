@@ -18,7 +18,7 @@ from solver.layout_assignment.options import AssignOptions
 
 def _run(folder: str, name: str, target: str):
     module = parse_file(shared_path("xla-cases", folder, f"{name}.hlo"), fill_missing_layouts=True)
-    result = assign(module, AssignOptions(target=target, time_limit=5.0))
+    result = assign(module, target, AssignOptions(time_limit_s=5.0))
     assert result.violations == ()
     return result
 

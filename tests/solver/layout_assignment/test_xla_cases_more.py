@@ -44,7 +44,7 @@ def _with_entry(text: str, name: str, entry: str) -> str:
 
 def _run_entry(folder: str, name: str, target: str, entry: str):
     module = parse_module(_with_entry(_text(folder, name), name, entry), fill_missing_layouts=True)
-    result = assign(module, AssignOptions(target=target, time_limit=5.0))
+    result = assign(module, target, AssignOptions(time_limit_s=5.0))
     assert result.violations == ()
     return result
 
@@ -266,7 +266,7 @@ def test_bitcast_before_layout_assignment():
     theirs, which keeps its meaning, and nothing is copied."""
     text = _text(GENERIC, "reconstructed_InternalErrorOnBitcast")
     with pytest.raises(LayoutError, match="bitcast"):
-        assign(parse_module(text.replace("{0,1}", "")), AssignOptions(time_limit=5.0))
+        assign(parse_module(text.replace("{0,1}", "")), "cpu", AssignOptions(time_limit_s=5.0))
     r = _run(GENERIC, "reconstructed_InternalErrorOnBitcast", "cpu")
     bitcast = r.module.entry.root_instruction
     assert bitcast.opcode == "bitcast" and _mtm(bitcast.shape) == (0, 1)
