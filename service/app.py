@@ -24,7 +24,9 @@ from service.api.deps import require_token
 from service.api.errors import error_body, install_error_handlers
 from service.api.execution import Executor
 from service.api.openapi import install_openapi
-from service.api.routes import batches, explorer, health, layouts, modules, targets, verify
+from service.api.routes import (
+    batches, explorer, health, layouts, measure, modules, targets, verify,
+)
 from service.cache import PACKAGE_VERSION, ResultCache
 from service.explorer.page import STATIC
 from service.metrics import Metrics
@@ -72,7 +74,7 @@ def create_app(settings: Settings, *, runner: Runner = pipeline.run) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
 
-    for module in (layouts, modules, verify, targets, batches, explorer):
+    for module in (layouts, modules, verify, measure, targets, batches, explorer):
         app.include_router(module.router, dependencies=[Depends(require_token)])
     app.include_router(health.router)
     # The explorer page and its scripts hold no data: they load without the token and ask

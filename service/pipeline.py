@@ -80,6 +80,7 @@ class FailureType(str, enum.Enum):
     INFEASIBLE = "infeasible"  # no layout assignment meets the target's hard rules
     TOO_LARGE = "too_large"  # the module's buffers exceed the interpreter's memory budget
     NOT_AVAILABLE = "not_available"  # the operation is not part of this build
+    NOT_RUNNABLE = "not_runnable"  # the XLA execution path cannot run a module (the reason)
     TIMEOUT = "timeout"  # the work ran past its wall-clock limit and was stopped
     WORKER_CRASHED = "worker_crashed"  # the process doing the work died
     QUEUE_FULL = "queue_full"  # too much work waiting; retry later
@@ -158,6 +159,9 @@ class MeasureRequest:
     modules: tuple[tuple[str, str], ...]
     target: TargetSpec = "cpu"
     options: MeasureOptions = MeasureOptions()
+    #: A module without its layouts: XLA's layout-assignment pass lays it out, and the result,
+    #: labelled ``xla``, goes first (the reference).
+    xla_layouts_of: str | None = None
 
     @property
     def operation(self) -> Operation:
@@ -224,6 +228,8 @@ def request_to_json(request: Request) -> dict[str, Any]:
             "modules": [list(m) for m in request.modules],
             "target": request.target.data if isinstance(request.target, InlineTarget) else request.target,
             "options": options_to_json(request.options),
+            **({"xla_layouts_of": request.xla_layouts_of}
+               if request.xla_layouts_of is not None else {}),
         }
     target: Any = request.target
     if isinstance(target, InlineTarget):
@@ -421,12 +427,19 @@ def _measure(request: MeasureRequest) -> Produced:
     from service.measurement import measure_report
     from service.xla.errors import XlaError
 
+    labels = ["xla"] * (request.xla_layouts_of is not None) + [m[0] for m in request.modules]
+    if len(set(labels)) != len(labels):
+        raise OperationFailed(Failure(FailureType.INVALID_OPTION,
+                                      f"module labels must be distinct: {', '.join(labels)}",
+                                      field="modules"))
     modules = []
     for k, (label, text) in enumerate(request.modules):
         module = _parse(text, label, f"modules.{k}")
         _verify_structure(module, f"modules.{k}")
         modules.append((label, module))
     target = load_target(request.target)
+    if request.xla_layouts_of is not None:
+        modules.insert(0, ("xla", _xla_layouts(request.xla_layouts_of)))
     options = request.options
     try:
         data = measure_report(modules, target, seed=options.seed, reps=options.reps,
@@ -434,6 +447,23 @@ def _measure(request: MeasureRequest) -> Produced:
     except XlaError as exc:
         raise OperationFailed(Failure(FailureType.NOT_AVAILABLE, exc.message)) from exc
     return Produced(data)
+
+
+def _xla_layouts(text: str) -> Any:
+    """XLA's own layouts for ``text`` (its layout-assignment pass), parsed."""
+    from service.xla.errors import XlaError, XlaUnavailable
+    from service.xla.layout_pass import xla_layout_assignment
+
+    field_name = "xla_layouts_of"
+    _verify_structure(_parse(text, "original", field_name), field_name)
+    try:
+        laid_out = xla_layout_assignment(text)
+    except XlaUnavailable as exc:
+        raise OperationFailed(Failure(FailureType.NOT_AVAILABLE, exc.message)) from exc
+    except XlaError as exc:
+        raise OperationFailed(Failure(FailureType.NOT_RUNNABLE, exc.message,
+                                      field=field_name)) from exc
+    return _parse(laid_out, "xla-layouts", field_name)
 
 
 def _layout_operation(request: ModuleRequest, progress: ProgressCallback | None = None

@@ -61,6 +61,10 @@ class Settings(BaseSettings):
         description="Cap on the buffers the reference interpreter may hold for one verify (MiB); "
         "a larger module is refused with 413 before anything is allocated.",
     )
+    max_measure_reps: Annotated[int, Field(ge=0, le=1000)] = Field(
+        20, description="Cap on the timed rounds of one POST /v1/measure (its warm-up rounds "
+        "are capped at 5); the whole measurement runs under request_timeout_s.",
+    )
     max_batch_modules: Annotated[int, Field(ge=1)] = 1000
     batches_kept: Annotated[int, Field(ge=1)] = Field(
         64, description="Finished batch jobs kept in memory for GET /v1/batches/{id}."

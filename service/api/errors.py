@@ -29,6 +29,7 @@ STATUS_OF: dict[FailureType, int] = {
     FailureType.QUEUE_FULL: 429,
     FailureType.INTERNAL_ERROR: 500,
     FailureType.NOT_AVAILABLE: 501,
+    FailureType.NOT_RUNNABLE: 422,
     FailureType.WORKER_CRASHED: 503,
     FailureType.TIMEOUT: 504,
 }

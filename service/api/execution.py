@@ -11,11 +11,14 @@ import dataclasses
 
 from service.cache import ResultCache, cache_key
 from service.metrics import Metrics
-from service.options import AssignOptions, VerifyOptions
-from service.pipeline import ModuleRequest, Outcome, Request, Success
+from service.options import AssignOptions, MeasureOptions, VerifyOptions
+from service.pipeline import ModuleRequest, Operation, Outcome, Request, Success
 from service.settings import Settings
 from service.worker_pool import WorkerPool
 from solver.progress import ProgressCallback
+
+#: Untimed rounds a measurement may ask for over HTTP.
+MAX_MEASURE_WARMUP = 5
 
 
 class Executor:
@@ -37,6 +40,10 @@ class Executor:
                 request, options=dataclasses.replace(options, time_limit_s=capped)
             )
             return request, capped + self.settings.time_limit_grace_s
+        if isinstance(options, MeasureOptions):
+            capped = dataclasses.replace(options, reps=min(options.reps, self.settings.max_measure_reps),
+                                         warmup=min(options.warmup, MAX_MEASURE_WARMUP))
+            request = dataclasses.replace(request, options=capped)
         if isinstance(options, VerifyOptions):
             budget = min(options.memory_limit_mb, self.settings.max_interpreter_memory_mb)
             request = dataclasses.replace(
@@ -54,7 +61,8 @@ class Executor:
         """
         request, timeout_s = self.limited(request)
         operation = request.operation.value
-        cache = self.cache
+        # A measurement is an observation of this machine now, never a cached answer.
+        cache = self.cache if request.operation is not Operation.MEASURE else None
         key = cache_key(request) if cache is not None else None
         if cache is not None:
             hit = await asyncio.to_thread(cache.get, key)

@@ -15,6 +15,7 @@ from service.options import (
     AssignOptions,
     CheckOptions,
     FormatOptions,
+    MeasureOptions,
     NormalizeOptions,
     ScoreOptions,
     VerifyOptions,
@@ -80,6 +81,27 @@ class VerifyIn(_In):
     original: str = Field(description="The module before the rewrite.", examples=[EXAMPLE_HLO])
     rewritten: str = Field(description="The module after the rewrite.", examples=[EXAMPLE_HLO])
     options: VerifyOptions = VerifyOptions()
+
+
+class MeasureModuleIn(_In):
+    label: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.#-]+$",
+                       description="Its name in the report (distinct within the request).")
+    hlo: str = Field(description="A laid-out module (a layout on every array).",
+                     examples=[EXAMPLE_HLO])
+
+
+class MeasureIn(_In):
+    """Laid-out modules run in XLA:CPU with exactly their layouts on the same inputs; the
+    first is the reference, or, with ``xla_layouts_of``, XLA's own layouts for that module
+    (its layout-assignment pass), labelled ``xla``."""
+
+    modules: list[MeasureModuleIn] = Field(min_length=1, max_length=4)
+    xla_layouts_of: str | None = Field(
+        None, description="The module before layout assignment: XLA lays it out and the "
+                          "result is the reference.")
+    target: TargetField = Field("cpu", description="Target whose cost model prices the "
+                                "modules (the predicted ratios).", examples=["cpu"])
+    options: MeasureOptions = MeasureOptions()
 
 
 MODULE_INPUTS: dict[Operation, type[_In]] = {
@@ -204,6 +226,19 @@ class NormalizeOut(_Out):
     instructions: int
     timings_ms: dict[str, float]
     hlo: str
+
+
+class MeasureOut(_Out):
+    """Measured times beside the model's predicted ratios (``service.measurement``): one row
+    per module, the reference first, with the A/A noise of the reference against itself."""
+
+    operation: Operation
+    platform: str
+    target: str
+    reference: str | None
+    reps: int
+    noise: dict[str, Any] | None
+    modules: list[dict[str, Any]]
 
 
 class TargetsOut(BaseModel):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 import os
 import time
 from pathlib import Path
@@ -43,6 +44,7 @@ OPTIONS = {"time_limit_s": 10, "entry_layout": "fixed", "max_candidates": 6, "se
            "emit_bitcasts": False}
 
 BROKEN = "HloModule m\nENTRY e {\n  ROOT p = f32[2] paramter(0)\n}"
+MAX_REPS = 4  # the server's cap on a measurement's timed rounds
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -50,7 +52,7 @@ pytestmark = pytest.mark.timeout(240)
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
     settings = Settings(workers=1, queue_limit=16, cache_path=None, auth_token=TOKEN,
-                        request_timeout_s=60)
+                        request_timeout_s=60, max_measure_reps=MAX_REPS)
     with running_server(create_app(settings)) as url:
         yield url
 
@@ -131,6 +133,141 @@ def test_explorer_routes_answer_bad_input_with_4xx(base_url: str) -> None:
                      json={"shape": "f32[3,5]", "blocked": "1,1:2,2:1,1"})
     assert bad.status_code == 422 and bad.json()["field"] == "blocked"
     assert httpx.get(base_url + "/v1/examples/nope", headers=AUTH).status_code == 404
+
+
+def js_text(value: Any) -> str:
+    """``value`` as the page writes a JSON value into a cell (JavaScript's ``String``)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+        text = repr(value)
+        if "e" in text and abs(value) >= 1e-6:  # JavaScript writes these without an exponent
+            return format(Decimal(text), "f")
+        return text.replace("e-0", "e-").replace("e+0", "e+")
+    return str(value)
+
+
+def flat(value: Any, prefix: str) -> dict[str, str]:
+    """Every leaf of a JSON value by its dotted path, as the page writes it."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in flat(item, f"{prefix}.{key}").items()}
+    if isinstance(value, list):
+        return {k: v for n, item in enumerate(value) for k, v in flat(item, f"{prefix}.{n}").items()}
+    return {prefix: js_text(value)}
+
+
+def shown_measured(driver: Any) -> dict[str, str]:
+    shown = fields(driver, "#measured-table tr")
+    return shown | driver.execute_script(
+        "const out = {}; for (const td of document.querySelectorAll('#measured-modules td')) "
+        "out[td.dataset.field] = td.textContent; return out;")
+
+
+def test_measure_over_http(base_url: str) -> None:
+    """Ours against XLA's own layouts in XLA:CPU; refusals and bad input are 4xx JSON."""
+    hlo = EXAMPLE.read_text()
+    ours = httpx.post(base_url + "/v1/assign", headers=AUTH, timeout=120,
+                      json={"hlo": hlo, "target": "cpu", "options": OPTIONS}).json()["hlo"]
+    measure = base_url + "/v1/measure"
+    answer = httpx.post(measure, headers=AUTH, timeout=120, json={
+        "modules": [{"label": "ours", "hlo": ours}], "xla_layouts_of": hlo,
+        "options": {"reps": 50}})
+    assert answer.status_code == 200, answer.text
+    data = answer.json()
+    assert [row["label"] for row in data["modules"]] == ["xla", "ours"]
+    assert data["reps"] == MAX_REPS and data["noise"]["rounds"] == MAX_REPS  # capped
+    assert data["modules"][1]["ratio"]["rounds"] == MAX_REPS
+    # XLA's own execution of its own layouts is the oracle the outputs are compared with.
+    assert [row["outputs_match"] for row in data["modules"]] == [True, True]
+    assert all(row["median_ms"] > 0 and row["refusal"] is None for row in data["modules"])
+
+    # A module the path cannot run: its reason, as a 422, with what did run.
+    refused = httpx.post(measure, headers=AUTH, timeout=120, json={"modules": [
+        {"label": "ours", "hlo": ours}, {"label": "scan", "hlo": example("rnn_scan_fwd")[1]}],
+        "options": {"reps": 1}})
+    assert refused.status_code == 422
+    body = refused.json()
+    assert (body["type"], body["field"]) == ("not_runnable", "modules.1")
+    assert "is a while" in body["message"] and body["message"].count("scan: ") == 1
+    assert [row["refusal"] is None for row in body["measured"]["modules"]] == [True, False]
+
+    bad = httpx.post(measure, headers=AUTH, json={"modules": [{"label": "a", "hlo": BROKEN}]})
+    assert bad.status_code == 400
+    assert (bad.json()["field"], bad.json()["line"], bad.json()["column"]) == ("modules.0", 3, 19)
+    bad = httpx.post(measure, headers=AUTH, json={"modules": [{"label": "a", "hlo": ours}],
+                                                  "xla_layouts_of": BROKEN})
+    assert bad.status_code == 400 and bad.json()["field"] == "xla_layouts_of"
+    bad = httpx.post(measure, headers=AUTH, json={"modules": [{"label": "xla", "hlo": ours}],
+                                                  "xla_layouts_of": hlo})
+    assert bad.status_code == 422 and bad.json()["field"] == "modules"  # two named xla
+    for body in ({"modules": []}, {"modules": [{"label": "a b", "hlo": ours}]},
+                 {"modules": [{"label": "a", "hlo": ours}], "options": {"reps": -1}},
+                 {"modules": [{"label": "a", "hlo": ours}], "target": "nope"}):
+        assert httpx.post(measure, headers=AUTH, json=body).status_code == 422, body
+    assert httpx.post(measure, json={"modules": [{"label": "a", "hlo": ours}]}).status_code == 401
+
+
+CAPTURE = """
+window.capturedAnswers = [];
+window.originalFetch = window.originalFetch || window.fetch;
+const original = window.originalFetch;
+window.fetch = async (...args) => {
+  const response = await original(...args);
+  if (String(args[0]).includes(arguments[0])) {
+    window.capturedAnswers.push({status: response.status, text: await response.clone().text()});
+  }
+  return response;
+};
+"""
+
+
+def run_example(driver: Any, name: str, target: str) -> None:
+    Select(driver.find_element(By.ID, "example")).select_by_value(name)
+    wait_for(driver, "return document.getElementById('status').textContent.startsWith("
+                     "'example')", 20)
+    Select(driver.find_element(By.ID, "target")).select_by_visible_text(target)
+    driver.find_element(By.ID, "run").click()
+    wait_for(driver, "const s = document.getElementById('status'); return "
+                     "s.classList.contains('error') ? s.textContent : "
+                     "s.textContent.includes('conversions')", 120)
+
+
+def test_measure_in_the_browser(driver: Any, base_url: str, shots: Path) -> None:
+    open_page(driver, base_url)
+    run_example(driver, "attention_fwd", "cpu")
+    driver.execute_script(CAPTURE, "/v1/measure")
+    reps = driver.find_element(By.ID, "reps")
+    reps.clear()
+    reps.send_keys("3")
+    driver.find_element(By.ID, "measure").click()
+    wait_for(driver, "const s = document.getElementById('status'); return "
+                     "s.classList.contains('error') ? s.textContent : "
+                     "s.textContent.startsWith('measured')", 120)
+    assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
+    captured = driver.execute_script("return window.capturedAnswers")
+    assert [a["status"] for a in captured] == [200]
+    answer = json.loads(captured[0]["text"])
+    # XLA's layouts: the example's own laid-out module, given in the form.
+    assert [row["label"] for row in answer["modules"]] == ["xla", "ours"]
+    assert answer["reps"] == 3
+    assert shown_measured(driver) == flat(answer, "measured")
+    driver.find_element(By.ID, "result-section").screenshot(str(shots / "measured.png"))
+
+    # A module the path cannot run: the page shows the server's reason.
+    run_example(driver, "rnn_scan_fwd", "cpu")
+    driver.execute_script(CAPTURE, "/v1/measure")
+    driver.find_element(By.ID, "measure").click()
+    wait_for(driver, "return document.getElementById('measure-error')", 60)
+    captured = driver.execute_script("return window.capturedAnswers")
+    assert [a["status"] for a in captured] == [422]
+    body = json.loads(captured[0]["text"])
+    assert driver.find_element(By.ID, "measure-error").text == f"{body['type']}: {body['message']}"
+    assert driver.find_element(By.ID, "measure-error").get_attribute("role") == "alert"
+    assert shown_measured(driver) == flat(body["measured"], "measured")
 
 
 def test_graph_view_is_the_view_and_names_its_steps(base_url: str) -> None:

@@ -14,7 +14,8 @@ _MEANING = {
     415: "Body is neither application/json nor text/plain.",
     422: "An option, the target or another field is invalid (``field`` names it); or the module "
     "cannot be laid out: a ``bitcast`` before assignment (``layout_dependent_bitcast``, with its "
-    "line and column) or hard rules no layout meets (``infeasible``).",
+    "line and column) or hard rules no layout meets (``infeasible``); or XLA:CPU cannot run a "
+    "module (``not_runnable``: which one and why).",
     429: "Too much work waiting; retry after ``Retry-After`` seconds.",
     500: "A defect in the server.",
     501: "The operation is not available in this build.",

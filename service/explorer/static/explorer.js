@@ -59,7 +59,9 @@
     try { data = await response.json(); } catch (e) { data = { message: "answer " + response.status }; }
     if (!response.ok) {
       const where = data.line ? ` (line ${data.line}, column ${data.column})` : "";
-      throw new Error(`${data.type || response.status}: ${data.message}${where}`);
+      const failure = new Error(`${data.type || response.status}: ${data.message}${where}`);
+      failure.body = data;
+      throw failure;
     }
     if (timing) {
       timing.send = sent - started;
@@ -643,6 +645,7 @@
     const target = $("target").value;
     setStatus("solving\u2026");
     state.report = null;
+    state.input = hlo;
     const report = await api("/v1/assign", { hlo, target, options: options() });
     state.report = report;
     let xlaScore = null;
@@ -663,6 +666,35 @@
     showTimings(timing, clicked);
     timedText(report.hlo, view, clicked);
     setStatus(`${report.status}: cost ${report.objective} ns, ${report.inserted.length} conversions`);
+  }
+
+  // Ours against XLA's own layouts in XLA:CPU (POST /v1/measure): XLA's laid-out module when
+  // one is given, else XLA's layout-assignment pass on the input. A module the path cannot
+  // run comes back as a 422 naming it and why; what did run is still shown.
+  async function runMeasure() {
+    const report = state.report;
+    if (!report || !report.hlo) throw new Error("run assign first: the measurement runs its answer");
+    const body = {
+      modules: [], target: report.target,
+      options: { reps: Number($("reps").value), seed: Number($("seed").value) },
+    };
+    const xla = $("xla-hlo").value.trim();
+    if (xla) body.modules.push({ label: "xla", hlo: xla }); else body.xla_layouts_of = state.input;
+    body.modules.push({ label: "ours", hlo: report.hlo });
+    const box = $("measured");
+    box.replaceChildren();
+    setStatus("measuring in XLA:CPU\u2026");
+    try {
+      const measured = await api("/v1/measure", body);
+      state.measured = measured;
+      showMeasured(box, measured);
+      const ours = measured.modules[measured.modules.length - 1];
+      setStatus(`measured: ours ${ours.median_ms} ms, ${ours.verdict} against ${measured.reference}`);
+    } catch (err) {
+      box.append(el("p", { class: "error", role: "alert", id: "measure-error" }, err.message));
+      if (err.body && err.body.measured) showMeasured(box, err.body.measured);
+      throw err;
+    }
   }
 
   async function runGraphOnly(clicked) {
@@ -790,6 +822,7 @@
     });
     $("run-form").addEventListener("submit", guarded(runAssign));
     $("graph-only").addEventListener("click", guarded(runGraphOnly));
+    $("measure-form").addEventListener("submit", guarded(runMeasure));
     $("example").addEventListener("change", guarded(async () => {
       const name = $("example").value;
       if (!name) return;
@@ -841,6 +874,7 @@
     wire();
     if (embedded) { // a report written by `hlo-layout assign --html`: everything is here
       $("input-section").hidden = true;
+      $("measure-form").hidden = true; // (its `measured` section, if any, is shown below)
       showNumbers(embedded.report, embedded.xla_score);
       state.report = embedded.report;
       await showView(embedded.view);
