@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from decimal import Decimal
 import os
 import time
@@ -427,6 +428,22 @@ def test_batch_summary_view(driver: Any, base_url: str, tmp_path: Path) -> None:
     order = [tr.get_attribute("data-module")
              for tr in driver.find_elements(By.CSS_SELECTOR, "#batch-table tr[data-module]")]
     assert order == sorted(gains, key=lambda k: -gains[k]) + ["broken"]
+    # Every cell of every row is the batch's JSON (gain = default - cost, as labelled).
+    cells = {tr.get_attribute("data-module"): [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+             for tr in driver.find_elements(By.CSS_SELECTOR, "#batch-table tr[data-module]")}
+    for item in done["results"]:
+        r = item.get("result") or {}
+        solve = r.get("status")
+        assert cells[item["name"]] == [
+            item["name"], item["status"] + (f" {solve}" if solve else ""),
+            js_text(r.get("objective")), js_text((r.get("baselines") or {}).get("default")),
+            js_text((r.get("baselines") or {}).get("greedy")),
+            js_text(gains.get(item["name"])), "" if r.get("gap") is None else gap_text(r["gap"])]
+    counts = {li.get_attribute("data-status"): li.text
+              for li in driver.find_elements(By.CSS_SELECTOR, "#batch-counts li")}
+    statuses = [item["status"] + (f" / {item['result']['status']}" if item.get("result") else "")
+                for item in done["results"]]
+    assert counts == {k: f"{k}: {statuses.count(k)}" for k in statuses}
 
 
 def test_html_report_shows_the_same_numbers_offline(driver: Any, tmp_path: Path,
@@ -446,6 +463,17 @@ def test_html_report_shows_the_same_numbers_offline(driver: Any, tmp_path: Path,
     assert len(driver.find_elements(By.CSS_SELECTOR, "#conversions tbody tr")) == len(
         report["inserted"])
     assert driver.find_elements(By.CSS_SELECTOR, "#pictures svg.memory-picture")
+    module = parse_module(report["hlo"])
+    assert driver.execute_script("return window.hloExplorer.view.nodes.name.length") == sum(
+        len(c.instructions) for c in module.computations)
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#module-text .ln.conv")) == len(
+        report["inserted"])
+    driver.find_elements(By.CSS_SELECTOR, "#conversions tbody button")[0].click()
+    details = {dd.get_attribute("data-field"): dd.text
+               for dd in driver.find_elements(By.CSS_SELECTOR, "#details dd")}
+    first = report["inserted"][0]
+    assert (details["from"], details["to"], details["bytes"], details["cost_ns"]) == (
+        first["from"], first["to"], str(first["bytes"]), str(first["cost_ns"]))
     driver.save_screenshot(str(shots / "report-html.png"))
 
     # A report with a `measured` section (as `assign --measure` writes it) shows its numbers.
@@ -560,6 +588,92 @@ def test_examples_folding_and_links(driver: Any, base_url: str) -> None:
     assert driver.execute_script("return window.hloExplorer.selected") == target
 
 
+def family_of(shape: str) -> str:
+    """The layout family of a shape, read from its text: ``tuple``, ``none`` (a scalar or no
+    layout written), ``major-first`` (minor_to_major descending) or ``{m,t,m}``, then the
+    first tile (``f32[8,256]{1,0:T(8,128)}`` -> ``major-first T(8,128)``)."""
+    if shape.startswith("("):
+        return "tuple"
+    match = re.fullmatch(r"[a-z0-9]+\[([^\]]*)\](?:\{([^}]*)\})?", shape)
+    assert match is not None, shape
+    dims, layout = match.groups()
+    if not dims or layout is None:
+        return "none"
+    mtm, _, rest = layout.partition(":")
+    order = [int(x) for x in mtm.split(",")]
+    name = "major-first" if order == sorted(order, reverse=True) else "{" + mtm + "}"
+    tile = re.match(r"T\(([\d,]+)\)", rest)
+    return name + (f" T({tile.group(1)})" if tile else "")
+
+
+PIXEL = """
+const s = window.hloExplorer, g = s.geometry, i = arguments[0];
+const panel = s.panelOf[s.view.nodes.computation[i]];
+const x = panel.x + g.PAD + s.view.nodes.column[i] * g.COL_W + g.NODE_W - 4;
+const y = panel.y + g.HEAD_H + s.view.nodes.layer[i] * g.LAYER_H + 8 + 3;
+const px = Math.round((x - s.ox) * s.scale), py = Math.round((y - s.oy) * s.scale);
+const d = document.getElementById('graph').getContext('2d').getImageData(px, py, 1, 1).data;
+return '#' + [d[0], d[1], d[2]].map((v) => v.toString(16).padStart(2, '0')).join('');
+"""
+
+
+def test_upload_options_and_families(driver: Any, base_url: str, tmp_path: Path) -> None:
+    open_page(driver, base_url)
+    upload = tmp_path / "uploaded.hlo"
+    upload.write_text(EXAMPLE.read_text())
+    driver.find_element(By.ID, "file").send_keys(str(upload))
+    wait_for(driver, "return document.getElementById('status').textContent == "
+                     "'uploaded.hlo loaded'", 20)
+    assert driver.execute_script("return document.getElementById('hlo').value") == \
+        upload.read_text()
+    # Every option the form offers reaches the request (the report echoes its options).
+    for element_id, value in (("time-limit", "7"), ("max-candidates", "3"), ("seed", "2")):
+        box = driver.find_element(By.ID, element_id)
+        box.clear()
+        box.send_keys(value)
+    Select(driver.find_element(By.ID, "entry-layout")).select_by_visible_text("auto")
+    Select(driver.find_element(By.ID, "normalize")).select_by_value("reductions,grouping")
+    Select(driver.find_element(By.ID, "target")).select_by_visible_text("gpu")
+    driver.find_element(By.ID, "emit-bitcasts").click()
+    driver.find_element(By.ID, "verify-layouts").click()
+    driver.execute_script(CAPTURE, "/v1/assign")
+    driver.find_element(By.ID, "run").click()
+    wait_for(driver, "const s = document.getElementById('status'); return "
+                     "s.classList.contains('error') ? s.textContent : "
+                     "s.textContent.includes('conversions')", 120)
+    captured = driver.execute_script("return window.capturedAnswers")
+    assert [a["status"] for a in captured] == [200]
+    report = json.loads(captured[0]["text"])
+    assert (report["target"], report["options"]) == ("gpu", {
+        "time_limit_s": 7.0, "entry_layout": "auto", "normalize": ["reductions", "grouping"],
+        "seed": 2, "emit_bitcasts": True, "max_candidates": 3, "verify": False})
+    assert fields(driver, "#numbers tr") == expected_numbers(report, None)
+
+    # Nodes are coloured by layout family: each family as the shape's text says, and the
+    # node drawn on the canvas in its family's colour.
+    view = driver.execute_script("return window.hloExplorer.view")
+    families = [f["name"] for f in view["families"]]
+    assert [families[k] for k in view["nodes"]["family"]] == [
+        family_of(shape) for shape in view["nodes"]["shape"]]
+    legend = driver.find_element(By.ID, "legend").text
+    assert all(name in legend for name in families)
+    picked: dict[int, int] = {}
+    for i, family in enumerate(view["nodes"]["family"]):
+        if view["nodes"]["conversion"][i] < 0 and view["computations"][
+                view["nodes"]["computation"][i]]["entry"]:
+            picked.setdefault(family, i)
+    assert len(picked) >= 2
+    for family, i in picked.items():
+        driver.find_element(By.ID, "find").clear()
+        driver.find_element(By.ID, "find").send_keys(view["nodes"]["name"][i] + Keys.ENTER)
+        assert driver.execute_script(PIXEL, i) == view["families"][family]["colour"]
+        # The node's cost is the sum of the report's terms charged to it.
+        shown = driver.find_element(By.CSS_SELECTOR, "#details dd[data-field='cost terms (ns)']")
+        name = view["nodes"]["name"][i]
+        assert shown.text == str(sum(int(t["ns"]) for t in report["terms"]
+                                     if str(t.get("instruction", "")).split(" ")[0] == name))
+
+
 CONTRAST = """
 function lum(c) {
   const v = c.match(/[\\d.]+/g).slice(0, 3).map(Number).map((x) => {
@@ -574,7 +688,7 @@ function background(el) {
   return 'rgb(255, 255, 255)';
 }
 const bad = [];
-const text = 'h1,h2,h3,label,th,td,button,p,summary,legend,li,a,dt,dd';
+const text = 'h1,h2,h3,label,th,td,button,p,summary,legend,li,a,dt,dd,span,option';
 for (const el of document.querySelectorAll(text)) {
   if (!el.offsetParent || !el.textContent.trim()) continue;
   const a = lum(getComputedStyle(el).color), b = lum(background(el));
@@ -606,10 +720,10 @@ def test_accessibility_basics(driver: Any, base_url: str, shots: Path) -> None:
     assert driver.execute_script(CONTRAST) == []
     assert driver.find_element(By.ID, "status").get_attribute("role") == "status"
     # Keyboard only: Tab reaches the graph, n steps to the first conversion, + zooms in.
-    driver.find_element(By.TAG_NAME, "body").click()
+    driver.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
     reached = False
-    for _ in range(80):
-        driver.switch_to.active_element.send_keys(Keys.TAB)
+    for _ in range(80):  # (key presses, not typed into the element: a file input takes a path)
+        ActionChains(driver).send_keys(Keys.TAB).perform()
         if driver.switch_to.active_element.get_attribute("id") == "graph":
             reached = True
             break

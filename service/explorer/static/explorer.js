@@ -630,13 +630,17 @@
 
   // ---------------------------------------------------------------- running
 
+  // The assign options as the form sets them; normalization left out is the target's passes.
   function options() {
+    const normalize = $("normalize").value;
     return {
       time_limit_s: Number($("time-limit").value),
       entry_layout: $("entry-layout").value,
       max_candidates: Number($("max-candidates").value),
       seed: Number($("seed").value),
       emit_bitcasts: $("emit-bitcasts").checked,
+      verify: $("verify-layouts").checked,
+      ...(normalize === "default" ? {} : { normalize: normalize ? normalize.split(",") : [] }),
     };
   }
 
