@@ -271,6 +271,61 @@ def test_measure_in_the_browser(driver: Any, base_url: str, shots: Path) -> None
     assert shown_measured(driver) == flat(body["measured"], "measured")
 
 
+def wide_module(chains: int, length: int) -> str:
+    """``chains`` independent chains of ``length`` adds, joined by the root tuple."""
+    lines = ["HloModule wide", "", "ENTRY main {", "  p = f32[8]{0} parameter(0)"]
+    for c in range(chains):
+        previous = "p"
+        for k in range(length):
+            lines.append(f"  a{c}_{k} = f32[8]{{0}} add({previous}, p)")
+            previous = f"a{c}_{k}"
+    ends = ", ".join(f"a{c}_{length - 1}" for c in range(chains))
+    lines += [f"  ROOT t = ({', '.join(['f32[8]{0}'] * chains)}) tuple({ends})", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_10k_instruction_graph_draws_and_answers(driver: Any, base_url: str) -> None:
+    """Large modules stay usable: 10,002 instructions drawn, then zoom and search work.
+    (How fast is measured by bench/explorer_render.py, not asserted here.)"""
+    open_page(driver, base_url)
+    paste(driver, "hlo", wide_module(100, 100))
+    driver.find_element(By.ID, "graph-only").click()
+    wait_for(driver, "const s = document.getElementById('status'); return "
+                     "s.classList.contains('error') ? s.textContent : "
+                     "s.textContent.startsWith('graph of')", 120)
+    view = driver.execute_script("return {n: window.hloExplorer.view.nodes.name.length, "
+                                 "layers: window.hloExplorer.view.computations[0].layers, "
+                                 "columns: window.hloExplorer.view.computations[0].columns}")
+    assert view == {"n": 10002, "layers": 102, "columns": 100}
+    assert set(driver.execute_script("return window.hloExplorer.timings.server")) == {
+        "parse", "verify", "layout", "encode"}
+    scale = driver.execute_script("return window.hloExplorer.scale")
+    canvas = driver.find_element(By.ID, "graph")
+    canvas.send_keys("+")
+    assert driver.execute_script("return window.hloExplorer.scale") > scale
+    driver.find_element(By.ID, "find").send_keys("a57_99" + Keys.ENTER)
+    selected = driver.execute_script("return window.hloExplorer.selected")
+    assert driver.execute_script("return window.hloExplorer.view.nodes.name[arguments[0]]",
+                                 selected) == "a57_99"
+    assert driver.find_element(By.CSS_SELECTOR, "#module-text .ln.selected").text.strip() \
+        .startswith("a57_99 = f32[8]{0} add(a57_98, p)")
+
+
+def test_explain_layout_svg_is_the_page_picture(base_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "p.svg"
+    for shape, extra, body in (
+            ("f32[3,5]{1,0:T(2,2)}", [], {}),
+            ("f16[20,20]", ["--format", "FRACTAL_NZ"], {"format": "FRACTAL_NZ"}),
+            ("f32[16,16]", ["--blocked", "1,4:8,4:2,1"], {"blocked": "1,4:8,4:2,1"})):
+        result = CliRunner().invoke(build_app(), ["explain-layout", shape, *extra, "--svg",
+                                                  str(out)])
+        assert result.exit_code == 0, result.output
+        answer = httpx.post(base_url + "/v1/layout-picture", headers=AUTH,
+                            json={"shape": shape, **body})
+        assert answer.status_code == 200
+        assert out.read_text().strip() == answer.json()["svg"].strip()
+
+
 def test_graph_view_is_the_view_and_names_its_steps(base_url: str) -> None:
     hlo = EXAMPLE.read_text()
     answer = httpx.post(base_url + "/v1/graph-view", headers=AUTH, json={"hlo": hlo})
