@@ -27,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import json
 import os
@@ -252,12 +253,27 @@ def call_child(work: Path, job: dict, timeout_s: float) -> tuple[dict, str | Non
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     try:
         proc = subprocess.run([sys.executable, str(CHILD), str(job_path), str(result_path)],
-                              capture_output=True, text=True, timeout=timeout_s, env=env)
+                              capture_output=True, text=True, timeout=timeout_s, env=env,
+                              preexec_fn=die_with_parent)
     except subprocess.TimeoutExpired:
         return {}, f"XLA did not finish within {timeout_s:g} s"
     if proc.returncode == 0 and result_path.exists():
         return json.loads(result_path.read_text()), None
     return {}, abort_message(proc.returncode, proc.stderr)
+
+
+def die_with_parent() -> None:
+    """Run in a child before it executes: the kernel kills it when its parent dies (Linux's
+    ``PR_SET_PDEATHSIG``), so a server worker stopped at its time limit leaves no XLA process
+    running. Elsewhere the child lives until its own timeout."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def abort_message(returncode: int, stderr: str) -> str:

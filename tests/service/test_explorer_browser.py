@@ -378,9 +378,12 @@ def test_assign_in_the_browser_matches_the_json_report(driver: Any, base_url: st
     details = {dd.get_attribute("data-field"): dd.text
                for dd in driver.find_elements(By.CSS_SELECTOR, "#details dd")}
     second = report["inserted"][1]
-    assert {k: details[k] for k in ("from", "to", "bytes", "cost_ns", "why")} == {
+    assert {k: details[k] for k in ("from", "to", "bytes", "cost_ns", "runs", "shared", "why",
+                                    "for")} == {
         "from": second["from"], "to": second["to"], "bytes": str(second["bytes"]),
-        "cost_ns": str(second["cost_ns"]), "why": second["why"]}
+        "cost_ns": str(second["cost_ns"]), "runs": str(second["runs"]),
+        "shared": js_text(second["shared"]), "why": second["why"],
+        "for": f"{second['for']} operand {second['operand']}"}
     assert driver.execute_script("return window.hloExplorer.selected") == \
         view["conversions"][1]["node"]
 
