@@ -127,6 +127,7 @@ class EquivalenceReport:
                 "allowed_error": diff.bound,
                 "mismatches": diff.mismatches,
                 "elements": diff.elements,
+                "summary": str(diff),
             },
             "verifier": self.verifier,
             "violations": list(self.violations),

@@ -29,7 +29,6 @@ from typing import Any
 from service.pipeline import (
     DETERMINISTIC_FAILURES,
     Failure,
-    FailureType,
     Operation,
     Outcome,
     Request,
@@ -73,13 +72,7 @@ def outcome_from_record(record: dict[str, Any]) -> Outcome:
             record["elapsed_ms"],
             tuple((str(name), float(ms)) for name, ms in record.get("timings_ms", ())),
         )
-    return Failure(
-        FailureType(record["type"]),
-        record["message"],
-        record.get("field"),
-        record.get("line"),
-        record.get("column"),
-    )
+    return Failure.from_json(record)
 
 
 class ResultCache:

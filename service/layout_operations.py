@@ -21,7 +21,7 @@ from typing import Any, Callable
 from hlo.errors import HloError
 from hlo.ir import Module
 from hlo.printer import print_module
-from service.options import AssignOptions, NormalizeOptions, NormalizePass, Options
+from service.options import AssignOptions, NormalizeOptions, Options
 from solver.progress import ProgressCallback
 from service.pipeline import (
     Failure,
@@ -35,32 +35,11 @@ from service.pipeline import (
 from solver.errors import AssignmentError
 from solver.layout_assignment.assign import assign as assign_layouts
 from solver.layout_assignment.assign import score as score_layouts
-from solver.layout_assignment.report import summary, to_json
+from solver.layout_assignment.report import to_json
 
 
 def _fail(exc: HloError) -> OperationFailed:
     return OperationFailed(hlo_failure(exc, failure_type_of(exc), "hlo"))
-
-
-def _run_passes(
-    module: Module, passes: tuple[NormalizePass, ...]
-) -> tuple[Module, list[str], list[str], list[tuple[str, float]]]:
-    """``normalize``: apply the passes in order; the module, the passes' full names, notes
-    about reduces left as they were, and the time of each pass."""
-    from hlo.passes import apply_passes
-
-    names: list[str] = []
-    notes: list[str] = []
-    timings: list[tuple[str, float]] = []
-    try:
-        for run in apply_passes(module, [p.value for p in passes]):
-            names.append(run.name)
-            notes.extend(str(note) for note in run.notes)
-            timings.append((run.name, run.ms))
-            module = run.after
-    except HloError as exc:
-        raise _fail(exc) from exc
-    return module, names, notes, timings
 
 
 def assign(module: Module, target: Any, options: Options,
@@ -74,8 +53,8 @@ def assign(module: Module, target: Any, options: Options,
     except HloError as exc:
         raise _fail(exc) from exc
     report = to_json(result, include_hlo=False, include_timings=False)
-    report["copies_inserted"] = summary(result)["copies_inserted"]
-    return Produced(report, print_module(result.module), tuple(result.timings_ms.items()))
+    timings = (*result.timings_ms.items(), ("wall", result.wall_ms))
+    return Produced(report, print_module(result.module), timings)
 
 
 def score(module: Module, target: Any, options: Options) -> Produced:
@@ -95,15 +74,33 @@ def model_cost(module: Module, target: Any) -> int | None:
 
 
 def normalize(module: Module, target: Any, options: Options) -> Produced:
+    """The passes in order, through the one pass loop (:func:`hlo.passes.apply_passes`).
+
+    ``data``: the passes run (full names), the notes of each (reduces left as they were),
+    the instruction count; with ``options.verify``, ``verified`` and, where a pass's output
+    fails the verifiers, ``failed_pass`` and its ``findings`` (no module is returned then).
+    """
+    from hlo.passes import apply_passes, findings
+
     assert isinstance(options, NormalizeOptions)
-    rewritten, passes, notes, timings = _run_passes(module, options.passes)
-    data = {
-        "module": rewritten.name,
-        "passes": passes,
-        "notes": notes,
-        "instructions": sum(len(c.instructions) for c in rewritten.computations),
-    }
-    return Produced(data, print_module(rewritten), tuple(timings))
+    data: dict[str, Any] = {"module": module.name, "passes": [], "notes": []}
+    timings: list[tuple[str, float]] = []
+    try:
+        for run in apply_passes(module, [p.value for p in options.passes]):
+            data["passes"].append(run.name)
+            data["notes"].extend(str(note) for note in run.notes)
+            timings.append((run.name, run.ms))
+            module = run.after
+            found = findings(module) if options.verify else ()
+            if found:
+                data.update(verified=False, failed_pass=run.name, findings=list(found))
+                return Produced(data, None, tuple(timings))
+    except HloError as exc:
+        raise _fail(exc) from exc
+    data["instructions"] = sum(len(c.instructions) for c in module.computations)
+    if options.verify:
+        data["verified"] = True
+    return Produced(data, print_module(module, short=options.short), tuple(timings))
 
 
 OPERATIONS: dict[Operation, Callable[[Module, Any, Options], Produced]] = {

@@ -134,24 +134,3 @@ def xla_check(original: Module, rewritten: Module, *, seed: int = 0) -> dict[str
                    difference=compared.message or (str(compared.difference)
                                                    if compared.difference else None))
     return out
-
-
-def measured_section(original: Module, ours: Module, target: Any, *,
-                     baseline: Module | None = None, baseline_name: str | None = None,
-                     seed: int = 0, reps: int = 10) -> dict[str, Any]:
-    """The ``measured`` section of an ``assign`` report: ours against XLA's own layouts.
-
-    XLA's layouts come from ``baseline`` (a laid-out module, e.g. XLA's ``after_layout``) or,
-    without one, from XLA's layout-assignment pass run on ``original``
-    (:func:`service.xla.layout_pass.xla_layout_assignment`).
-    """
-    from hlo.parser import parse_module
-    from hlo.printer import print_module
-    from service.xla.layout_pass import xla_layout_assignment
-
-    source = f"file {baseline_name}" if baseline is not None else "XLA's layout-assignment pass"
-    if baseline is None:
-        baseline = parse_module(xla_layout_assignment(print_module(original)), "xla-layouts")
-    report = measure_report([("xla", baseline), ("ours", ours)], target, seed=seed, reps=reps)
-    report["baseline"] = source
-    return report

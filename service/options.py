@@ -43,13 +43,18 @@ class ScoreOptions:
 
 @dataclass(frozen=True, slots=True)
 class NormalizeOptions:
-    """Options of ``normalize``: which passes to run, in the order given."""
+    """Options of ``normalize``: which passes to run, in the order given; ``verify`` runs the
+    structural and the layout verifier after every pass and stops at the first pass whose
+    output fails them (the answer then names it and holds no module); ``short`` prints the
+    result in short form."""
 
     __pydantic_config__ = STRICT
 
     passes: Annotated[tuple[NormalizePass, ...], MaxLen(len(NormalizePass))] = (
         NormalizePass.REDUCTIONS,
     )
+    verify: bool = False
+    short: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +68,21 @@ class FormatOptions:
 
 @dataclass(frozen=True, slots=True)
 class CheckOptions:
-    """``check`` has no options; the value exists so every operation has one."""
+    """Options of ``check``: ``layouts`` also runs the layout verifier (its findings are the
+    answer's ``layout_violations``); ``compare_tiles`` off compares tied layouts as XLA does,
+    ignoring tiles."""
 
     __pydantic_config__ = STRICT
+
+    layouts: bool = False
+    compare_tiles: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class VerifyOptions:
-    """Options of ``verify``: the random inputs used to compare the two modules."""
+    """Options of ``verify``: the random inputs used to compare the two modules; ``exact``
+    requires bit-identical floats; ``xla`` also runs the rewritten module in XLA:CPU with
+    exactly its layouts against XLA's execution of the original (needs the xla extra)."""
 
     __pydantic_config__ = STRICT
 
@@ -78,6 +90,8 @@ class VerifyOptions:
     trials: Annotated[int, Ge(1), Le(64)] = 3
     #: The interpreter refuses modules whose buffers may exceed this (MiB); a server caps it.
     memory_limit_mb: Annotated[int, Ge(1), Le(2**30)] = 4096
+    exact: bool = False
+    xla: bool = False
 
 
 @dataclass(frozen=True, slots=True)

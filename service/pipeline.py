@@ -1,5 +1,10 @@
 """The one core function behind HTTP, the command line and batch: ``run(request) -> outcome``.
 
+Every door is a thin adapter over it: the HTTP routes (:mod:`service.api.routes`), the
+commands ``assign``, ``score``, ``check``, ``normalize``, ``fmt``, ``verify`` and ``measure``
+(:mod:`service.cli`, through :func:`service.cli.source.outcome_of`), and ``batch``
+(:mod:`service.batch`) build a request, call ``run`` and render the outcome.
+
 A request is a frozen value (the operation, the HLO text, the target, the options); an outcome is
 either :class:`Success` (plain JSON-able data plus the output module text, if any) or
 :class:`Failure` (a typed error with its place). ``run`` never raises for bad input, so an
@@ -22,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import time
@@ -194,20 +200,31 @@ class Success:
 @dataclass(frozen=True, slots=True)
 class Failure:
     """A typed error: what went wrong and where (``field`` of the request, ``line``/``column``
-    in its HLO text)."""
+    in its HLO text). ``details``: the further errors of the same kind, in text order (a
+    module that breaks several structural rules), the first being this one."""
 
     type: FailureType
     message: str
     field: str | None = None
     line: int | None = None
     column: int | None = None
+    details: tuple[Failure, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type.value, "message": self.message}
         for key in ("field", "line", "column"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.details:
+            out["details"] = [d.to_json() for d in self.details]
         return out
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Failure:
+        return Failure(
+            FailureType(data["type"]), data["message"], data.get("field"), data.get("line"),
+            data.get("column"), tuple(Failure.from_json(d) for d in data.get("details", ())),
+        )
 
 
 Outcome = Success | Failure
@@ -319,14 +336,30 @@ def _parse(text: str, name: str, field_name: str = "hlo") -> Any:
         raise OperationFailed(hlo_failure(exc, failure_type_of(exc), field_name)) from exc
 
 
-def _verify_structure(module: Any, field_name: str = "hlo") -> None:
+def _parse_all(text: str, name: str) -> list[Any]:
+    """Every module of a text whose modules are separated by ``// -----`` lines."""
     from hlo.errors import HloError
-    from hlo.verifier import verify_module
+    from hlo.parser import parse_module, split_modules
 
+    parts = split_modules(text)
+    if not parts:
+        raise OperationFailed(Failure(FailureType.PARSE_ERROR, "no HLO module found", "hlo"))
+    if len(parts) == 1:
+        return [_parse(text, name)]
     try:
-        verify_module(module)
+        return [parse_module(part, name) for part in parts]
     except HloError as exc:
-        raise OperationFailed(hlo_failure(exc, failure_type_of(exc), field_name)) from exc
+        raise OperationFailed(hlo_failure(exc, failure_type_of(exc), "hlo")) from exc
+
+
+def _verify_structure(module: Any, name: str, field_name: str = "hlo") -> None:
+    """Every structural error of ``module`` (the first, with all of them as ``details``)."""
+    from hlo.verifier import collect_errors
+
+    errors = [hlo_failure(e, failure_type_of(e), field_name)
+              for e in collect_errors(module, source_name=name)]
+    if errors:
+        raise OperationFailed(dataclasses.replace(errors[0], details=tuple(errors)))
 
 
 def failure_type_of(exc: Exception) -> FailureType:
@@ -357,7 +390,8 @@ def load_target(spec: TargetSpec) -> Any:
         raise OperationFailed(
             Failure(
                 FailureType.INVALID_TARGET,
-                f"unknown target '{spec}': use one of {names} or an inline target object",
+                f"unknown target '{spec}': use one of {names} or a target of your own (an "
+                "inline object over HTTP, a .toml/.json file on the command line)",
                 field="target",
             )
         )
@@ -389,37 +423,67 @@ class Produced:
 
 
 def _format(request: ModuleRequest, progress: ProgressCallback | None = None) -> Produced:
+    """Canonical text; a text of several ``// -----``-separated modules stays split (``data``
+    then also lists each module's summary under ``modules``)."""
     from hlo.printer import print_module
 
-    module = _parse(request.hlo, request.name)
+    modules = _parse_all(request.hlo, request.name)
     options: FormatOptions = request.options  # type: ignore[assignment]
-    return Produced(_module_summary(module), print_module(module, short=options.short))
+    data = _module_summary(modules[0])
+    if len(modules) == 1:
+        return Produced(data, print_module(modules[0], short=options.short))
+    data["modules"] = [_module_summary(m) for m in modules]
+    printed = [print_module(m, short=options.short).rstrip("\n") + "\n" for m in modules]
+    return Produced(data, "\n// -----\n\n".join(printed))
 
 
 def _check(request: ModuleRequest, progress: ProgressCallback | None = None) -> Produced:
+    """Structure (a failure lists every error); with ``layouts``, the layout verifier's
+    findings as ``layout_violations`` (a success: the module is valid HLO either way)."""
+    from hlo.layout_verifier import verify_layouts
+
     module = _parse(request.hlo, request.name)
-    _verify_structure(module)
-    return Produced({**_module_summary(module), "valid": True})
+    _verify_structure(module, request.name)
+    options: CheckOptions = request.options  # type: ignore[assignment]
+    data = {**_module_summary(module), "valid": True}
+    if options.layouts:
+        violations = verify_layouts(module, compare_tiles=options.compare_tiles)
+        data["layout_violations"] = [dataclasses.asdict(v) for v in violations]
+    return Produced(data)
 
 
 def _verify(request: VerifyRequest) -> Produced:
+    """The reference interpreter on both modules (:func:`hlo.equivalence.compare_modules`),
+    then, with ``xla``, XLA:CPU on both (:func:`service.measurement.xla_check`)."""
     from hlo.equivalence import compare_modules
     from hlo.errors import HloError
 
     original = _parse(request.original, request.original_name, "original")
     rewritten = _parse(request.rewritten, request.rewritten_name, "rewritten")
-    _verify_structure(original, "original")
-    _verify_structure(rewritten, "rewritten")
+    _verify_structure(original, request.original_name, "original")
+    _verify_structure(rewritten, request.rewritten_name, "rewritten")
+    options = request.options
     try:
         comparison = compare_modules(
-            original, rewritten, seed=request.options.seed, trials=request.options.trials,
-            memory_limit=request.options.memory_limit_mb * 2**20,
+            original, rewritten, seed=options.seed, trials=options.trials, exact=options.exact,
+            memory_limit=options.memory_limit_mb * 2**20,
         )
     except HloError as exc:
         raise OperationFailed(hlo_failure(exc, failure_type_of(exc), "rewritten")) from exc
-    return Produced(
-        {"original": original.name, "rewritten": rewritten.name, **comparison.to_json()}
-    )
+    data = {"original": original.name, "rewritten": rewritten.name, **comparison.to_json()}
+    if options.xla:
+        data["xla"] = _xla_check(original, rewritten, options.seed)
+    return Produced(data)
+
+
+def _xla_check(original: Any, rewritten: Any, seed: int) -> dict[str, Any]:
+    from service.measurement import xla_check
+    from service.xla.errors import XlaError
+
+    try:
+        return xla_check(original, rewritten, seed=seed)
+    except XlaError as exc:
+        raise OperationFailed(Failure(FailureType.NOT_AVAILABLE, exc.message)) from exc
 
 
 def _measure(request: MeasureRequest) -> Produced:
@@ -435,7 +499,7 @@ def _measure(request: MeasureRequest) -> Produced:
     modules = []
     for k, (label, text) in enumerate(request.modules):
         module = _parse(text, label, f"modules.{k}")
-        _verify_structure(module, f"modules.{k}")
+        _verify_structure(module, label, f"modules.{k}")
         modules.append((label, module))
     target = load_target(request.target)
     if request.xla_layouts_of is not None:
@@ -474,7 +538,7 @@ def _layout_operation(request: ModuleRequest, progress: ProgressCallback | None 
 
     clock = time.perf_counter()
     module = _parse(request.hlo, request.name)
-    _verify_structure(module)
+    _verify_structure(module, request.name)
     target = None
     if request.operation in NEEDS_TARGET:
         if request.target is None:

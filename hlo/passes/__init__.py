@@ -129,18 +129,22 @@ def run_passes(module: Module, names: str | Sequence[str], *, verify: bool = Fal
     return module
 
 
-def _verify(module: Module, name: str) -> None:
+def findings(module: Module) -> tuple[str, ...]:
+    """What the verifiers find wrong with a pass's output: every structural error, or, when
+    the structure holds, every layout violation; ``()`` when the output verifies."""
     from hlo.layout_verifier import verify_layouts
     from hlo.verifier import collect_errors
 
     errors = collect_errors(module)
     if errors:
-        raise PassError(f"after pass '{name}': {errors[0]}")
-    violations = verify_layouts(module)
-    if violations:
-        raise PassError(
-            f"after pass '{name}': {len(violations)} layout violation(s), first: {violations[0]}"
-        )
+        return tuple(e.message for e in errors)
+    return tuple(str(v) for v in verify_layouts(module))
+
+
+def _verify(module: Module, name: str) -> None:
+    found = findings(module)
+    if found:
+        raise PassError(f"after pass '{name}': {len(found)} finding(s), first: {found[0]}")
 
 
 def passes_for_target(target: Any) -> tuple[str, ...]:

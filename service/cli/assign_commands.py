@@ -10,6 +10,7 @@ import gc
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -17,20 +18,19 @@ from rich.table import Table
 
 from hlo.errors import HloError
 from hlo.passes import DEFAULT_PASSES, PassError, passes_for_target
-from hlo.printer import print_module
-from hlo.target import load_target
 from service.cli.measure_commands import print_measured
 from service.cli.progress_line import REDRAW_S, ProgressLine
-from service.cli.source import load_module
+from service.cli.source import outcome_of, read_source, source_name, target_spec
 from service.measurement import exit_code
-from solver.errors import AssignmentError
-from solver.layout_assignment.assign import assign, score
-from solver.layout_assignment.options import AssignOptions, EntryLayout, NormalizePass
-from solver.layout_assignment.report import summary, to_json
+from service.options import AssignOptions, EntryLayout, MeasureOptions, NormalizePass
+from service.pipeline import (
+    MeasureRequest, ModuleRequest, Operation, OperationFailed, TargetSpec, load_target,
+)
+from solver.layout_assignment.report import summary
 from solver.progress import throttled
 
 
-def _normalization(flag: bool | None, passes: str | None, target: str
+def _normalization(flag: bool | None, passes: str | None, target: TargetSpec
                    ) -> tuple[NormalizePass, ...] | None:
     """``AssignOptions.normalize`` from the flags: ``--passes`` names them, ``--no-normalize``
     runs none, ``--normalize`` the target's passes (normalize-reductions where it asks for
@@ -46,21 +46,35 @@ def _normalization(flag: bool | None, passes: str | None, target: str
         return None
     if not flag:
         return ()
-    return NormalizePass.named(passes_for_target(load_target(target)) or DEFAULT_PASSES)
-
-
-def measured_report(module, ours, target: str, baseline: Path | None, reps: int) -> dict:
-    """The ``measured`` section (exit 2 when jax is missing or the baseline is bad)."""
-    from service.measurement import measured_section
-    from service.xla.errors import XlaError
-
-    theirs = load_module(baseline) if baseline is not None else None
     try:
-        return measured_section(module, ours, target, baseline=theirs,
-                                baseline_name=str(baseline) if baseline else None, reps=reps)
-    except XlaError as err:
-        typer.echo(f"error: {err.message}", err=True)
-        raise typer.Exit(code=2) from None
+        loaded = load_target(target)
+    except OperationFailed as exc:
+        raise PassError(exc.failure.message) from None
+    return NormalizePass.named(passes_for_target(loaded) or DEFAULT_PASSES)
+
+
+def measured_report(path: Path, text: str, ours: str, target: TargetSpec,
+                    baseline: Path | None, reps: int) -> dict:
+    """The ``measured`` section: ours against XLA's own layouts, run in XLA:CPU (exit 2 when
+    jax is missing or a module cannot run). XLA's layouts come from ``baseline`` or, without
+    one, from XLA's layout-assignment pass on the input."""
+    from service.xla.errors import XlaError
+    from service.xla.layout_pass import xla_layout_assignment
+
+    if baseline is not None:
+        theirs, source = read_source(baseline), f"file {baseline}"
+    else:
+        canonical = outcome_of(ModuleRequest(Operation.FORMAT, text, source_name(path)),
+                               {None: (path, text)}).hlo or ""
+        try:
+            theirs = xla_layout_assignment(canonical)
+        except XlaError as err:
+            typer.echo(f"error: {err.message}", err=True)
+            raise typer.Exit(code=2) from None
+        source = "XLA's layout-assignment pass"
+    request = MeasureRequest((("xla", theirs), ("ours", ours)), target, MeasureOptions(reps=reps))
+    where = (baseline, theirs) if baseline is not None else (path, text)
+    return {**outcome_of(request, {None: where}).data, "baseline": source}
 
 
 def register(app: typer.Typer) -> None:
@@ -105,12 +119,13 @@ def assign_command(
     if entry_layout not in ("fixed", "auto"):
         typer.echo(f"error: --entry-layout must be fixed or auto, not {entry_layout!r}", err=True)
         raise typer.Exit(code=2)
+    spec = target_spec(target)
     try:
-        requested = _normalization(normalize, passes, target)
+        requested = _normalization(normalize, passes, spec)
     except HloError as err:
         typer.echo(f"error: {err.message}", err=True)
         raise typer.Exit(code=2) from None
-    module = load_module(path)
+    text = read_source(path)
     # The parsed module lives until the command ends and holds no cycles: keep the
     # cyclic collector from rescanning it (on 10k-instruction modules its full
     # collections cost seconds).
@@ -119,23 +134,20 @@ def assign_command(
                             emit_bitcasts=emit_bitcasts, normalize=requested)
     shown = progress if progress is not None else sys.stderr.isatty()
     watch = throttled(ProgressLine(sys.stderr), REDRAW_S) if shown else None
-    try:
-        result = assign(module, target, options, progress=watch)
-    except (HloError, AssignmentError) as err:
-        typer.echo(f"{path}: error: {getattr(err, 'message', err)}", err=True)
-        raise typer.Exit(code=2) from None
-    measured = None
+    done = outcome_of(ModuleRequest(Operation.ASSIGN, text, source_name(path), spec, options),
+                      {None: (path, text)}, watch)
+    data = {**done.data, "timings_ms": dict(done.timings_ms), "hlo": done.hlo}
     if measure or baseline is not None:
-        measured = measured_report(module, result.module, target, baseline, reps)
-    _write_outputs(result, measured, out, report, html)
-    Console(stderr=out is None).print(_summary_table(result))
-    if measured is not None:
-        print_measured(measured, Console(stderr=out is None, width=120))
-        code = exit_code(measured)
+        data["measured"] = measured_report(path, text, done.hlo or "", spec, baseline, reps)
+    _write_outputs(data, out, report, html)
+    Console(stderr=out is None).print(_summary_table(data))
+    if "measured" in data:
+        print_measured(data["measured"], Console(stderr=out is None, width=120))
+        code = exit_code(data["measured"])
         if code:
             raise typer.Exit(code=code)
-    if result.violations:
-        for v in result.violations:
+    if data["violations"]:
+        for v in data["violations"]:
             typer.echo(f"{path}: error: {v}", err=True)
         raise typer.Exit(code=1)
 
@@ -146,36 +158,27 @@ def score_command(
     as_json: bool = typer.Option(False, "--json", help="Print the full JSON breakdown."),
 ) -> None:
     """The cost of the layouts already in FILE under the target's cost model."""
-    module = load_module(path)
-    try:
-        result = score(module, target)
-    except HloError as err:
-        typer.echo(f"{path}: error: {err.message}", err=True)
-        raise typer.Exit(code=2) from None
+    text = read_source(path)
+    request = ModuleRequest(Operation.SCORE, text, source_name(path), target_spec(target))
+    scored = outcome_of(request, {None: (path, text)}).data
     if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=1))
+        typer.echo(json.dumps(scored, indent=1))
         return
-    table = Table(title=f"{module.name} on {result.target}: {result.total} ns")
+    table = Table(title=f"{scored['module']} on {scored['target']}: {scored['cost']} ns")
     table.add_column("kind")
     table.add_column("ns", justify="right")
-    for kind, ns in result.breakdown().items():
+    for kind, ns in scored["breakdown"].items():
         table.add_row(kind, str(ns))
     Console().print(table)
 
 
-def _write_outputs(result, measured: dict | None, out: Path | None, report: Path | None,
+def _write_outputs(data: dict[str, Any], out: Path | None, report: Path | None,
                    html: Path | None) -> None:
     """The laid-out module (to ``out`` or stdout), the JSON report and the HTML page."""
-    text = print_module(result.module)
     if out is not None:
-        out.write_text(text)
+        out.write_text(data["hlo"])
     else:
-        typer.echo(text, nl=False)
-    if report is None and html is None:
-        return
-    data = to_json(result)
-    if measured is not None:
-        data["measured"] = measured
+        typer.echo(data["hlo"], nl=False)
     if report is not None:
         report.write_text(json.dumps(data, indent=1))
     if html is not None:
@@ -184,15 +187,15 @@ def _write_outputs(result, measured: dict | None, out: Path | None, report: Path
         html.write_text(assign_report_html(data))
 
 
-def _summary_table(result) -> Table:
-    s = summary(result)
+def _summary_table(report: dict[str, Any]) -> Table:
+    s = summary(report)
     table = Table(title=f"{s['module']} on {s['target']}")
     for key in ("status", "objective_ns", "lower_bound_ns", "default_ns", "greedy_ns",
                 "copies_inserted", "time_ms"):
         table.add_row(key, str(s[key]))
         if key == "lower_bound_ns" and s["gap"] is not None:
             table.add_row("gap", f"{100 * s['gap']:.2f} %")
-    norm = result.normalization
-    table.add_row("normalized", (", ".join(norm.passes) or "none") + (
-        f" ({len(norm.reductions_normalized)} reduces)" if norm.passes else ""))
+    norm = report["normalization"]
+    table.add_row("normalized", (", ".join(norm["passes"]) or "none") + (
+        f" ({len(norm['reductions_normalized'])} reduces)" if norm["passes"] else ""))
     return table

@@ -10,11 +10,9 @@ from pathlib import Path
 
 import typer
 
-from hlo.errors import HloError
-from hlo.layout_verifier import verify_layouts
-from hlo.parser import parse_module
-from hlo.verifier import collect_errors
-from service.cli.source import located, read_source
+from service.cli.source import outcome_of, read_source, source_name
+from service.options import CheckOptions
+from service.pipeline import ModuleRequest, Operation
 
 
 def register(app: typer.Typer) -> None:
@@ -29,28 +27,19 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Parse FILE and verify it; print a one-line summary when it is valid."""
         text = read_source(path)
-        try:
-            module = parse_module(text, str(path))
-        except HloError as err:
-            typer.echo(located(err, path, text), err=True)
-            raise typer.Exit(code=2) from None
-        errors = collect_errors(module, source_name=str(path))
-        if errors:
-            for err in errors:
-                typer.echo(located(err, path, text), err=True)
-            raise typer.Exit(code=2)
-        count = sum(len(c.instructions) for c in module.computations)
-        summary = (f"{path}: OK: module '{module.name}', {len(module.computations)} "
-                   f"computations, {count} instructions")
-        if layouts:
-            violations = verify_layouts(module, compare_tiles=not ignore_tiles)
-            if violations:
-                for v in violations:
-                    where = f"{path}:{v.line}:{v.column}" if v.line is not None else str(path)
-                    typer.echo(f"{where}: error: [{v.rule}] computation '{v.computation}', "
-                               f"instruction '{v.instruction}': {v.message} (expected "
-                               f"{v.expected}, actual {v.actual})", err=True)
-                typer.echo(f"{path}: {len(violations)} layout violation(s)", err=True)
-                raise typer.Exit(code=1)
-            summary += ", layouts OK"
-        typer.echo(summary)
+        request = ModuleRequest(Operation.CHECK, text, source_name(path),
+                                options=CheckOptions(layouts=layouts,
+                                                     compare_tiles=not ignore_tiles))
+        data = outcome_of(request, {None: (path, text)}).data
+        summary = (f"{path}: OK: module '{data['module']}', {data['computations']} "
+                   f"computations, {data['instructions']} instructions")
+        violations = data.get("layout_violations", [])
+        for v in violations:
+            where = f"{path}:{v['line']}:{v['column']}" if v["line"] is not None else str(path)
+            typer.echo(f"{where}: error: [{v['rule']}] computation '{v['computation']}', "
+                       f"instruction '{v['instruction']}': {v['message']} (expected "
+                       f"{v['expected']}, actual {v['actual']})", err=True)
+        if violations:
+            typer.echo(f"{path}: {len(violations)} layout violation(s)", err=True)
+            raise typer.Exit(code=1)
+        typer.echo(summary + (", layouts OK" if layouts else ""))

@@ -14,14 +14,10 @@ from typing import Optional
 
 import typer
 
-from hlo.errors import HloError
-from hlo.ir import Module
-from hlo.layout_verifier import verify_layouts
-from hlo.parser import parse_module
-from hlo.passes import DEFAULT_PASSES, PASSES, PassError, apply_passes, pass_names
-from hlo.printer import print_module
-from hlo.verifier import collect_errors
-from service.cli.source import located, read_source, source_name
+from hlo.passes import DEFAULT_PASSES, PASSES, PassError
+from service.cli.source import outcome_of, read_source, source_name
+from service.options import NormalizeOptions, NormalizePass
+from service.pipeline import ModuleRequest, Operation
 
 
 def register(app: typer.Typer) -> None:
@@ -49,46 +45,29 @@ def register(app: typer.Typer) -> None:
         """Rewrite FILE with the normalization passes (default: normalize-reductions)."""
         source = source_name(path)
         try:
-            names = pass_names(passes)
+            named = NormalizePass.named(passes)
         except PassError as e:
             typer.echo(f"error: {e.message}", err=True)
             raise typer.Exit(code=2) from None
-        if not names:
+        if not named:
             typer.echo("error: --passes names no pass", err=True)
             raise typer.Exit(code=2)
         text = read_source(path)
-        try:
-            module = parse_module(text, source)
-            errors = collect_errors(module, source_name=source)
-            if errors:
-                for err in errors:
-                    typer.echo(located(err, path, text), err=True)
-                raise typer.Exit(code=2)
-            for run in apply_passes(module, names):
-                module = run.after
-                for note in run.notes:
-                    typer.echo(f"{source}: note: {note}", err=True)
-                if verify and not _verified(module, run.name, source):
-                    raise typer.Exit(code=1)
-        except HloError as e:
-            typer.echo(located(e, path, text), err=True)
-            raise typer.Exit(code=2) from None
-        printed = print_module(module, short=short)
+        options = NormalizeOptions(passes=named, verify=verify, short=short)
+        done = outcome_of(ModuleRequest(Operation.NORMALIZE, text, source, options=options),
+                          {None: (path, text)})
+        for note in done.data["notes"]:
+            typer.echo(f"{source}: note: {note}", err=True)
+        if done.data.get("verified") is False:
+            for finding in done.data["findings"]:
+                typer.echo(f"{source}: error: after pass '{done.data['failed_pass']}': {finding}",
+                           err=True)
+            raise typer.Exit(code=1)
         if output is None:
-            typer.echo(printed, nl=False)
+            typer.echo(done.hlo, nl=False)
         else:
             try:
-                output.write_text(printed)
+                output.write_text(done.hlo or "")
             except OSError as e:
                 typer.echo(f"{output}: error: {e.strerror or e}", err=True)
                 raise typer.Exit(code=2) from None
-
-
-def _verified(module: Module, name: str, source: str) -> bool:
-    errors = collect_errors(module)
-    violations = verify_layouts(module) if not errors else []
-    for err in errors:
-        typer.echo(f"{source}: error: after pass '{name}': {err.message}", err=True)
-    for v in violations:
-        typer.echo(f"{source}: error: after pass '{name}': {v}", err=True)
-    return not errors and not violations

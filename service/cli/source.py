@@ -4,6 +4,9 @@
 file is ``FILE: error: reason``. ``located``: an HLO error as ``FILE:LINE:COL: error:
 message`` with the source line and a caret. ``load_module``: both, for one module.
 ``target_spec``: a built-in target name, or a target file read into an inline target.
+``outcome_of``: run a request through :func:`service.pipeline.run`, and, when it fails, print
+the failure as compilers do and exit 2: every command is argument parsing, that call, and
+rendering of the success.
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ from pathlib import Path
 
 import typer
 
-from hlo.errors import HloError
+from typing import NoReturn
+
+from hlo.errors import HloError, Location
 from hlo.ir import Module
 from hlo.parser import parse_module, read_text
 from hlo.target import TargetError, read_target_file
-from service.pipeline import InlineTarget
+from service.pipeline import Failure, FailureType, InlineTarget, Request, Success, run
+from solver.progress import ProgressCallback
 
 
 def read_source(path: str | Path) -> str:
@@ -70,3 +76,34 @@ def target_spec(value: str) -> str | InlineTarget:
             typer.echo(f"error: {exc.message}", err=True)
             raise typer.Exit(code=2) from None
     return value
+
+
+def outcome_of(request: Request, sources: dict[str | None, tuple[str | Path, str]],
+               progress: ProgressCallback | None = None) -> Success:
+    """``run(request)``'s success; a failure is printed and exits 2.
+
+    ``sources`` maps a request field (``hlo``, ``original``, ``rewritten``) to the file and
+    the text it came from; the entry ``None`` names the file of errors without a field.
+    """
+    outcome = run(request, progress)
+    if isinstance(outcome, Success):
+        return outcome
+    fail(outcome, sources)
+
+
+def fail(failure: Failure, sources: dict[str | None, tuple[str | Path, str]]) -> NoReturn:
+    """Print ``failure`` (each of its ``details``) as ``FILE:LINE:COL: error: ...`` with the
+    source line and a caret, or ``FILE: error: ...`` where it has no place; exit 2."""
+    for each in failure.details or (failure,):
+        typer.echo(_diagnostic(each, sources), err=True)
+    raise typer.Exit(code=2)
+
+
+def _diagnostic(failure: Failure, sources: dict[str | None, tuple[str | Path, str]]) -> str:
+    if failure.type is FailureType.NOT_AVAILABLE:  # about this installation, not a file
+        return f"error: {failure.message}"
+    path, text = sources.get(failure.field) or sources[None]
+    if failure.line is None or failure.column is None:
+        return f"{source_name(path)}: error: {failure.message}"
+    where = Location(source_name(path), failure.line, failure.column)
+    return located(HloError(failure.message, where), path, text)

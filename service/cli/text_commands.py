@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from hlo.errors import HloError
-from hlo.parser import parse_modules
-from hlo.printer import print_module
-from service.cli.source import read_source, source_name
+from service.cli.source import outcome_of, read_source, source_name
+from service.options import FormatOptions
+from service.pipeline import ModuleRequest, Operation
 
 
 def register(app: typer.Typer) -> None:
@@ -18,13 +17,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Parse FILE and print it in canonical form (modules split by '// -----' stay split)."""
         text = read_source(path)
-        try:
-            modules = parse_modules(text, source_name(path))
-        except HloError as e:
-            typer.echo(str(e), err=True)
-            raise typer.Exit(code=2) from None
-        if not modules:
-            typer.echo(f"{path}: error: no HLO module found", err=True)
-            raise typer.Exit(code=2)
-        printed = [print_module(m, short=short).rstrip("\n") + "\n" for m in modules]
-        typer.echo("\n// -----\n\n".join(printed), nl=False)
+        request = ModuleRequest(Operation.FORMAT, text, source_name(path),
+                                options=FormatOptions(short=short))
+        printed = outcome_of(request, {None: (path, text)}).hlo or ""
+        typer.echo(printed.rstrip("\n") + "\n", nl=False)

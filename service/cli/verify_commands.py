@@ -14,39 +14,28 @@ from pathlib import Path
 
 import typer
 
-from hlo.equivalence import EquivalenceReport, compare_modules
-from hlo.errors import HloError
-from hlo.ir import Module
-from service.cli.source import load_module
+from service.cli.source import outcome_of, read_source, source_name
+from service.options import VerifyOptions
+from service.pipeline import VerifyRequest
 
 
-def _summary(report: EquivalenceReport) -> list[str]:
+def _summary(report: dict) -> list[str]:
     lines = []
-    if report.equivalent:
-        how = "bit for bit" if report.exact else (
-            f"within the rounding bound (worst error {report.worst_ratio:.3g} of the allowed)"
+    if report["equivalent"]:
+        how = "bit for bit" if report["exact"] else (
+            f"within the rounding bound (worst error {report['worst_ratio']:.3g} of the allowed)"
         )
-        lines.append(f"equivalent on {report.trials} random input set(s), seed {report.seed}: {how}")
-        lines.extend(f"  note: {n}" for n in report.notes if "not bit for bit" not in n)
+        lines.append(f"equivalent on {report['trials']} random input set(s), seed "
+                     f"{report['seed']}: {how}")
+        lines.extend(f"  note: {n}" for n in report["notes"] if "not bit for bit" not in n)
     else:
-        lines.append(f"NOT equivalent: {report.difference}")
-    if report.violations:
-        lines.append(f"layouts: {len(report.violations)} violation(s)")
-        lines.extend(f"  {v}" for v in report.violations)
+        lines.append(f"NOT equivalent: {report['first_difference']['summary']}")
+    if report["violations"]:
+        lines.append(f"layouts: {len(report['violations'])} violation(s)")
+        lines.extend(f"  {v}" for v in report["violations"])
     else:
         lines.append("layouts: verified")
     return lines
-
-
-def _xla_check(original: Module, rewritten: Module, seed: int) -> dict:
-    from service.measurement import xla_check
-    from service.xla.errors import XlaError
-
-    try:
-        return xla_check(original, rewritten, seed=seed)
-    except XlaError as err:
-        typer.echo(f"error: {err.message}", err=True)
-        raise typer.Exit(code=2) from None
 
 
 def _xla_summary(checked: dict) -> list[str]:
@@ -93,24 +82,21 @@ def register(app: typer.Typer) -> None:
         Float inputs reaching log/sqrt/rsqrt/power: in [0.05, 0.95].
         Layout violations of REWRITTEN also fail verification.
         """
-        first = load_module(original)
-        second = load_module(rewritten)
-        try:
-            report = compare_modules(first, second, seed=seed, trials=trials, exact=exact,
-                                     memory_limit=memory_limit_mb * 2**20)
-        except HloError as err:
-            typer.echo(f"{rewritten}: error: {err.message}", err=True)
-            raise typer.Exit(code=2) from None
-        checked = _xla_check(first, second, seed) if xla else None
+        texts = {"original": (original, read_source(original)),
+                 "rewritten": (rewritten, read_source(rewritten))}
+        options = VerifyOptions(seed=seed, trials=trials, memory_limit_mb=memory_limit_mb,
+                                exact=exact, xla=xla)
+        request = VerifyRequest(texts["original"][1], texts["rewritten"][1], options,
+                                source_name(original), source_name(rewritten))
+        data = outcome_of(request, {**texts, None: texts["rewritten"]}).data
+        report = {k: v for k, v in data.items() if k not in ("original", "rewritten")}
+        checked = report.get("xla")
         if as_json:
-            data = report.to_json()
-            if checked is not None:
-                data["xla"] = checked
-            typer.echo(json.dumps(data, indent=2))
+            typer.echo(json.dumps(report, indent=2))
         else:
             for line in _summary(report) + (_xla_summary(checked) if checked else []):
                 typer.echo(line)
         if checked is not None and not checked["ran"]:
             raise typer.Exit(code=2)
         xla_ok = checked is None or checked["outputs_match"]
-        raise typer.Exit(code=0 if report.ok and xla_ok else 1)
+        raise typer.Exit(code=0 if report["ok"] and xla_ok else 1)

@@ -98,7 +98,7 @@ def test_default_operation_is_assign_with_a_summary_per_module(tmp_path: Path) -
     from service.batch import CSV_COLUMNS
     from solver.layout_assignment.assign import assign
     from solver.layout_assignment.options import AssignOptions
-    from solver.layout_assignment.report import summary
+    from solver.layout_assignment.report import summary, to_json
 
     src = tmp_path / "in"
     src.mkdir()
@@ -122,7 +122,7 @@ def test_default_operation_is_assign_with_a_summary_per_module(tmp_path: Path) -
         # Oracle: the solver itself on the same module and options.
         direct = assign(parse_module((src / name).read_text(), name),
                         "tpu", AssignOptions(time_limit_s=10))
-        expected = summary(direct)
+        expected = summary(to_json(direct))
         row = rows[stem]
         assert row["status"] == "ok" and row["solve_status"] == expected["status"]
         assert row["objective"] == expected["objective_ns"]

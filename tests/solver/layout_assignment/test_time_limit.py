@@ -8,7 +8,7 @@ from conftest import shared_path
 from hlo.parser import parse_file
 from solver.layout_assignment.assign import assign
 from solver.layout_assignment.options import AssignOptions
-from solver.layout_assignment.report import summary
+from solver.layout_assignment.report import summary, to_json
 from solver.progress import Progress
 
 SOLVE_STAGES = ("solve", "exact", "bound")
@@ -46,7 +46,7 @@ def test_time_limit_bounds_the_wall_clock_of_the_whole_assignment() -> None:
     # The reported time is this wall clock, not the sum of overlapping steps: it lies inside the
     # time measured around the call, and misses only the call's own overhead.
     assert 0.9 * wall <= result.wall_ms / 1000 <= wall, (result.wall_ms, wall)
-    assert summary(result)["time_ms"] == round(result.wall_ms, 1)
+    assert summary(to_json(result))["time_ms"] == round(result.wall_ms, 1)
 
 
 def test_progress_events_come_in_order_with_sane_values() -> None:
