@@ -38,7 +38,8 @@
 
   // `timing` (optional) receives the milliseconds of the request: `send` (the body made and
   // handed to fetch), `wait` (sent -> answer headers: upload, queue, server work),
-  // `download` (headers -> JSON parsed) and `server` (the server's own Server-Timing steps).
+  // `download` (headers -> JSON parsed) and `server` (the server's own Server-Timing steps,
+  // and `cpu`, their CPU time).
   async function api(path, body, timing) {
     const headers = {};
     const started = performance.now();
@@ -729,7 +730,7 @@
       if (typeof parts[key] === "number") parts[key] = Math.round(parts[key] * 10) / 10;
     }
     state.timings = parts;
-    const steps = Object.entries(parts.server || {});
+    const steps = Object.entries(parts.server || {}).filter(([k]) => k !== "cpu");
     const spent = steps.reduce((sum, [, v]) => sum + v, 0);
     const other = parts.send + parts.wait - spent + parts.download;
     $("render-time").textContent = `${state.view.nodes.name.length} instructions drawn ` +
