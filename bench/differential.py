@@ -51,7 +51,8 @@ class Result:
     cause: str | None
     detail: str | None
     seconds: float
-    #: planter -> "caught", "missed", "no change" (the f64 function is the same) or "no place"
+    #: planter -> "caught", "missed", "no change" (the f64 function is the same), "decided by
+    #: rounding" (the original's f64 value moves as far under f64 rounding), "undefined output" or "no place"
     planted: dict[str, str] | None = None
 
 
@@ -66,7 +67,7 @@ def _defined(module, seed: int) -> bool:
 
 def plant_breaks(pre, after, seed: int) -> dict[str, str]:
     """Each break of :mod:`bench.planted_breaks` planted into ``after``, and whether verify fails."""
-    from bench.planted_breaks import PLANTERS, VALUE_PLANTERS, observable
+    from bench.planted_breaks import PLANTERS, VALUE_PLANTERS, change
 
     out = {}
     defined = _defined(pre, seed)
@@ -76,8 +77,8 @@ def plant_breaks(pre, after, seed: int) -> dict[str, str]:
             out[name] = "no place"
         elif not defined:
             out[name] = "undefined output"  # the original is NaN everywhere: nothing to compare
-        elif name in VALUE_PLANTERS and not observable(after, broken, seed):
-            out[name] = "no change"
+        elif name in VALUE_PLANTERS and (verdict := change(after, broken, seed)) != "changed":
+            out[name] = verdict  # "no change" or "decided by rounding"
         else:
             try:
                 out[name] = "caught" if not compare_modules(pre, broken, seed=seed).ok else "missed"

@@ -102,37 +102,70 @@ VALUE_PLANTERS = ("wrong-transpose", "swapped-operands", "missing-copy")
 OBSERVABLE = 1e-3
 #: The smallest output scale :func:`observable` measures against.
 SCALE_FLOOR = 1e-3
+#: ... and by more than this many times what f64 rounding alone moves that element of the original.
+ROUNDING_FACTOR = 8.0
+#: f64-rounding runs of the original: more than verify's three, so that an element whose value a
+#: tie decides is recognised as such (any one run that flips the tie shows it).
+ROUNDING_RUNS = 12
 
 
-def observable(original: Module, broken: Module, seed: int = 0) -> bool:
-    """Whether ``broken`` (``original`` with a break planted) computes something else than
-    ``original``: evaluated in f64 on the same
-    random inputs, some output's finite elements differ by more than :data:`OBSERVABLE` of that
-    output's largest magnitude (at least :data:`SCALE_FLOOR`), or the outputs are NaN in different places."""
+def change(original: Module, broken: Module, seed: int = 0) -> str:
+    """What planting did to the function, evaluated in f64 on the planting inputs:
+
+    - ``"changed"``: some output element moves by more than :data:`OBSERVABLE` of its output's
+      largest magnitude (at least :data:`SCALE_FLOOR`) and by more than :data:`ROUNDING_FACTOR`
+      times what f64 rounding alone moves it in ``original`` (:data:`ROUNDING_RUNS` runs with
+      :meth:`hlo.shadow.Perturbation.exact_arithmetic`), or the outputs are NaN in different places;
+    - ``"decided by rounding"``: some element moves by more than the first threshold but every
+      such element of ``original`` is moved as far by f64 rounding alone (the original is evaluated
+      at a discontinuity, e.g. an argmax over two rows equal in exact arithmetic): no evaluation
+      at any precision fixes that element, so no verifier can be asked to see the change there;
+    - ``"no change"``: otherwise (e.g. a transpose of a symmetric matrix, or a change that feeds a
+      function that is identically zero).
+    """
     import numpy as np
 
     from hlo.interpreter import evaluate
     from hlo.random_inputs import random_arguments
-    from hlo.shadow import promote_floats
+    from hlo.shadow import Perturbation, promote_floats
 
     args = random_arguments(original, np.random.default_rng([seed, 0]))
     wide = [a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
             if getattr(a, "dtype", None) is not None and a.dtype.kind in "fcV" and a.dtype != np.bool_ else a
             for a in args]
-    one, two = evaluate(promote_floats(original), wide), evaluate(promote_floats(broken), wide)
-    leaves_one = one if isinstance(one, tuple) else (one,)
-    leaves_two = two if isinstance(two, tuple) else (two,)
-    for x, y in zip(leaves_one, leaves_two):
+    shadow = promote_floats(original)
+    one, two = evaluate(shadow, wide), evaluate(promote_floats(broken), wide)
+    noisy = [evaluate(shadow, wide, perturb=Perturbation.exact_arithmetic(original, np.random.default_rng([seed, 7, j])))
+             for j in range(ROUNDING_RUNS)]
+    verdict = "no change"
+    for k, (x, y) in enumerate(zip(_leaves(one), _leaves(two))):
         x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
         if (np.isnan(x) != np.isnan(y)).any():
-            return True
+            return "changed"
         finite = np.isfinite(x) & np.isfinite(y)
         # An output that is zero in exact arithmetic (1e-17 in f64, rounding noise in f32) has no scale
         # of its own: measure against 1e-3 at least (the programs' values are of order one).
         scale = max(float(np.abs(x[finite]).max(initial=0.0)), SCALE_FLOOR)
-        if float(np.abs(x[finite] - y[finite]).max(initial=0.0)) > OBSERVABLE * scale:
-            return True
-    return False
+        moved = finite & (np.abs(x - y) > OBSERVABLE * scale)
+        if not moved.any():
+            continue
+        spread = np.zeros(x.shape)
+        for n in noisy:
+            with np.errstate(invalid="ignore"):
+                spread = np.fmax(spread, np.abs(np.asarray(_leaves(n)[k], np.float64) - x))
+        if (moved & (np.abs(x - y) > ROUNDING_FACTOR * spread)).any():
+            return "changed"
+        verdict = "decided by rounding"
+    return verdict
+
+
+def observable(original: Module, broken: Module, seed: int = 0) -> bool:
+    """Whether ``broken`` computes something else than ``original`` (:func:`change`)."""
+    return change(original, broken, seed) == "changed"
+
+
+def _leaves(value) -> list:
+    return [leaf for v in value for leaf in _leaves(v)] if isinstance(value, tuple) else [value]
 
 
 PLANTERS: dict[str, Callable[[Module], Module | None]] = {

@@ -24,6 +24,19 @@ the original's precision made visible (:class:`hlo.shadow.Perturbation`). For ea
 - **integer or pred**: must equal ``O``, unless ``O``, ``S`` and every ``Nj`` do not all agree on it
   (an ``argmax`` or a comparison decided by rounding): then not judged, counted in ``unchecked``.
 
+**The f64 clause.** Where ``R`` and ``O`` differ, the rewritten module is also evaluated in f64
+(``SR``, its own shadow) and must compute the same function as the original: ``|SR - S| <=
+SAFETY * max(spread64, m * |S|) + SAFETY * 2**-53 * |S| + tiny64``, with ``spread64 = max_j |Ej - S|``
+over :data:`NOISY_RUNS` runs of the original's shadow under
+:meth:`hlo.shadow.Perturbation.exact_arithmetic` (f64 rounding everywhere, the original types'
+rounding on constants and what is computed from them alone, and on the instructions that run at
+their original types), and ``m`` the median of ``spread64 / |S|`` over the output (three runs can
+all come out small in one element by chance). Integers: ``SR`` must equal ``S`` wherever every
+``Ej`` does. Legitimate rewrites (reassociation, bf16 work done in f32, constants folded at the
+original precision) leave the function in exact arithmetic unchanged, so ``SR`` stays within f64
+noise of ``S`` however coarse the original's precision; a real change moves ``SR`` by its full
+size even where bf16 rounding noise would hide it at the original's precision.
+
 A moved, dropped or swapped value differs by the size of the values themselves, far outside the
 bound wherever the computation is well conditioned. ``exact=True`` requires bit-identical floats.
 If the shadow itself cannot run, floats fall back to ``|R - O| <= SAFETY * u * max|O|`` per output
@@ -46,7 +59,7 @@ from hlo.interpreter.budget import check_memory
 from hlo.interpreter.values import TOKEN, InterpretError, Value, element_type_of
 from hlo.ir import Module
 from hlo.random_inputs import random_arguments, random_value
-from hlo.shadow import Perturbation, promote_floats, unit_roundoff
+from hlo.shadow import F64_ROUNDOFF, Perturbation, promote_floats, unit_roundoff
 from hlo.shape import ArrayShape, leaf_arrays
 
 __all__ = [
@@ -75,10 +88,15 @@ class Difference:
     elements: int
     shadow: str | None = None
     bound: float | None = None
+    #: set when the element failed the f64 clause: the rewritten module's own f64 value
+    rewritten_shadow: str | None = None
 
     def __str__(self) -> str:
         path = "{" + ",".join(map(str, self.output_index)) + "}"
         against = "" if self.shadow is None else f", f64 shadow {self.shadow}, allowed error {self.bound:.3g}"
+        if self.rewritten_shadow is not None:
+            against = (f"; in f64 the original gives {self.shadow}, the rewritten module "
+                       f"{self.rewritten_shadow}, allowed difference {self.bound:.3g}")
         return (
             f"output {path} element [{','.join(map(str, self.element_index))}]: "
             f"original {self.original}, rewritten {self.rewritten}{against} "
@@ -125,6 +143,7 @@ class EquivalenceReport:
                 "rewritten": diff.rewritten,
                 "shadow": diff.shadow,
                 "allowed_error": diff.bound,
+                "rewritten_shadow": diff.rewritten_shadow,
                 "mismatches": diff.mismatches,
                 "elements": diff.elements,
                 "summary": str(diff),
@@ -151,6 +170,10 @@ class Reference:
     shadow: Value | None
     noisy: tuple[Value, ...] = ()
     roundoff: float = 0.0
+    #: the rewritten module's own f64 shadow and the original's shadow under
+    #: :meth:`Perturbation.exact_arithmetic` (absent when there is no rewritten module to shadow).
+    rewritten_shadow: Value | None = None
+    exact_noisy: tuple[Value, ...] = ()
 
 
 @dataclass
@@ -280,7 +303,47 @@ def compare_values(
                 trial, path, first, _fmt(x[first]), _fmt(y[first]), int(bad.sum()), int(x.size),
                 None if s is None else _fmt(s[first]), None if bound is None else float(bound[first]),
             )
+        if not exact and reference is not None and reference.rewritten_shadow is not None and s is not None:
+            diff = _judge_exact_arithmetic(x, y, s, k, reference, trial, path, ~same)
+            if diff is not None:
+                return diff
     return None
+
+
+def _judge_exact_arithmetic(x, y, s, k: int, reference: Reference, trial: int, path, differing):
+    """The f64 clause: where O and R differ, the rewritten module's own f64 shadow ``SR`` must agree
+    with the original's ``S`` within the noise of :meth:`Perturbation.exact_arithmetic`."""
+    sr = _leaves(reference.rewritten_shadow)[k][1]
+    noisy = [_leaves(n)[k][1] for n in reference.exact_noisy]
+    if _floating(x):
+        sw, rw = _wide(s), _wide(sr)
+        undefined = ~np.isfinite(sw)
+        spread = np.zeros(x.shape)
+        for n in noisy:
+            nw = _wide(n)
+            undefined |= ~np.isfinite(nw)
+            with np.errstate(invalid="ignore"):
+                spread = np.fmax(spread, np.abs(nw - sw))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # Three runs may all come out small in one element by chance: the output's median
+            # relative noise is a floor for every element (one ill-conditioned element does not move it).
+            relative = (spread / np.abs(sw))[~undefined & (sw != 0)]
+            floor = float(np.median(relative)) * np.abs(sw) if relative.size else 0.0
+            bound = (SAFETY * np.fmax(spread, floor) + SAFETY * F64_ROUNDOFF * np.abs(sw)
+                     + float(np.finfo(np.float64).tiny))
+            bad = differing & ~undefined & ~_identical(sw, rw) & ~(np.abs(rw - sw) <= bound)
+    else:
+        stable = np.ones(x.shape, bool)
+        for n in noisy:
+            stable &= _identical(s, n)
+        bad, bound = differing & stable & ~_identical(s, sr), None
+    if not bad.any():
+        return None
+    first = tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(bad)[0]), x.shape))
+    return Difference(
+        trial, path, first, _fmt(x[first]), _fmt(y[first]), int(bad.sum()), int(x.size), _fmt(s[first]),
+        None if bound is None else float(bound[first]), _fmt(sr[first]),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -316,13 +379,17 @@ class _Shadow:
     """The original's f64 shadow, built on first use; ``failure`` says why it could not run."""
 
     def __init__(
-        self, original: Module, rewritten: Module, seed: int, memory_limit: int, noise_scale: float = 1.0
+        self, original: Module, rewritten: Module, seed: int, memory_limit: int, noise_scale: float = 1.0,
+        rewritten_shadow: bool = False,
     ) -> None:
         self.original, self.rewritten, self.seed = original, rewritten, seed
         self.memory_limit = memory_limit
         self.noise_scale = noise_scale
         self.module: Module | None = None
         self.failure: str | None = None
+        #: whether to shadow the rewritten module too (the f64 clause); why it could not run
+        self.with_rewritten = rewritten_shadow
+        self.rewritten_failure: str | None = None
 
     def reference(self, args: list[Value], trial: int) -> Reference:
         if self.failure is None:
@@ -336,10 +403,26 @@ class _Shadow:
                         self.original, np.random.default_rng([self.seed, trial, 1 + j]), self.noise_scale))
                     for j in range(NOISY_RUNS)
                 )
-                return Reference(shadow, noisy)
+                return Reference(shadow, noisy, 0.0, *self._exact_arithmetic(self.module, wide, trial))
             except HloError as exc:
                 self.failure = exc.message
         return Reference(None, (), _widest_roundoff(self.original, self.rewritten))
+
+    def _exact_arithmetic(self, shadow: Module, wide: list[Value], trial: int) -> tuple[Value | None, tuple[Value, ...]]:
+        """The rewritten module's f64 shadow and the original's under exact-arithmetic noise."""
+        if not self.with_rewritten or self.rewritten_failure is not None:
+            return None, ()
+        try:
+            rewritten = evaluate(promote_floats(self.rewritten), wide, memory_limit=self.memory_limit)
+        except HloError as exc:
+            self.rewritten_failure = exc.message
+            return None, ()
+        noisy = tuple(
+            evaluate(shadow, wide, memory_limit=self.memory_limit, perturb=Perturbation.exact_arithmetic(
+                self.original, np.random.default_rng([self.seed, trial, 1 + NOISY_RUNS + j])))
+            for j in range(NOISY_RUNS)
+        )
+        return rewritten, noisy
 
 
 def _promote_value(value: Value) -> Value:
@@ -380,7 +463,7 @@ def _compare(
             f"({', '.join(_signature(rewritten))})"
         )
     verifier, violations = _verify(rewritten)
-    shadow = _Shadow(original, rewritten, seed, memory_limit)
+    shadow = _Shadow(original, rewritten, seed, memory_limit, rewritten_shadow=True)
     tally = _Tally()
     all_exact = True
     for trial in range(trials):
@@ -413,6 +496,9 @@ def _notes(shadow: _Shadow, tally: _Tally) -> tuple[str, ...]:
     notes = []
     if shadow.failure is not None:
         notes.append(f"no f64 shadow ({shadow.failure}): floats judged normwise against the original")
+    if shadow.rewritten_failure is not None:
+        notes.append(f"no f64 shadow of the rewritten module ({shadow.rewritten_failure}): "
+                     "the f64 clause was not applied")
     if tally.unchecked:
         notes.append(
             f"{tally.unchecked} of {tally.elements} element(s) not judged: undefined in the shadow "

@@ -12,6 +12,12 @@ arithmetic): every float result of an instruction is multiplied elementwise by `
 produces (2**-24 for f32, 2**-8 for bf16). How far a few perturbed runs land from the unperturbed
 shadow estimates, per output element, how much rounding in the original's precision can move that
 element: large where values cancel, small where the computation is well conditioned.
+
+``Perturbation.exact_arithmetic`` models instead what may legitimately differ between the f64
+shadows of two modules that compute the same function: f64 rounding (``u = 2**-53``) on every
+computed float, and the rounding of the original types on what a rewrite may compute at those
+types: constants and everything computed from constants alone (a rewrite may fold them), the
+instructions that run at their original types and the conversions down to those types before them.
 """
 
 from __future__ import annotations
@@ -30,6 +36,11 @@ ORIGINAL_TYPE_OPCODES = frozenset({"bitcast-convert", "constant", "custom-call",
 
 _PROMOTED = {"f16": "f64", "bf16": "f64", "f32": "f64", "c64": "c128"}
 _UNIT_ROUNDOFF = {"f64": 2.0**-53, "c128": 2.0**-53, "c64": 2.0**-24, "f32": 2.0**-24}
+#: Unit roundoff of f64: the rounding of every computed float inside the shadow itself.
+F64_ROUNDOFF = 2.0**-53
+#: Opcodes that bring values in from outside: never computed from constants alone.
+_SOURCES = frozenset({"parameter", "rng", "rng-bit-generator", "custom-call", "infeed", "recv", "recv-done",
+                      "after-all", "partition-id", "replica-id"})
 
 
 def unit_roundoff(element_type: str) -> float:
@@ -135,6 +146,26 @@ class Perturbation:
         }
         return cls(roundoff, rng)
 
+    @classmethod
+    def exact_arithmetic(cls, original: Module, rng: np.random.Generator) -> Perturbation:
+        """Noise of the f64 shadow itself, plus the original types' rounding where a rewrite may
+        compute at those types (see the module docstring)."""
+        from hlo.shape import leaf_arrays
+
+        roundoff: dict[str, tuple[float, ...]] = {}
+        for comp in original.computations:
+            folded = _constant_derived(comp)
+            shapes = {i.name: i.shape for i in comp.instructions}
+            for instr in comp.instructions:
+                own = tuple(unit_roundoff(a.element_type) for _, a in leaf_arrays(instr.shape))
+                at_own_type = instr.name in folded or instr.opcode in ORIGINAL_TYPE_OPCODES
+                roundoff[instr.name] = own if at_own_type else tuple(F64_ROUNDOFF if u else 0.0 for u in own)
+                if instr.opcode in ORIGINAL_TYPE_OPCODES:
+                    for number, name in enumerate(instr.operands):
+                        low = tuple(unit_roundoff(a.element_type) for _, a in leaf_arrays(shapes[name]))
+                        roundoff[f"{instr.name}.shadow.in{number}"] = low
+        return cls(roundoff, rng)
+
     def __call__(self, machine, instr: Instruction, operands: list, value):
         units = self.roundoff.get(instr.name)
         if not units or not any(units):
@@ -165,6 +196,17 @@ class Perturbation:
             return value
         noise = 1.0 + unit * self.rng.uniform(-1.0, 1.0, value.shape)
         return (value * noise).astype(value.dtype)
+
+
+def _constant_derived(comp: Computation) -> frozenset[str]:
+    """Names of the instructions of ``comp`` computed from constants alone (a rewrite may fold them)."""
+    found: set[str] = set()
+    for instr in comp.instructions:
+        if instr.opcode in _SOURCES or instr.called_computations():
+            continue
+        if instr.opcode in ("constant", "iota") or (instr.operands and all(o in found for o in instr.operands)):
+            found.add(instr.name)
+    return frozenset(found)
 
 
 def _abs(value):

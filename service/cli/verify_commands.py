@@ -79,6 +79,11 @@ def register(app: typer.Typer) -> None:
           (u, tiny: unit roundoff, smallest normal of its type)
         - S, O or an Nj NaN/inf: not judged (counted unchecked)
         - integer: must equal O unless O, S, Nj disagree on it
+        - where R and O differ, REWRITTEN run in f64 (SR) must
+          match S: |SR-S| <= 8 max(max|Ej-S|, m|S|) + 8 2^-53 |S|
+          (Ej: S with f64 rounding noise, and the original
+          types' rounding on constants and custom-calls;
+          m: the output's median relative noise)
         Float inputs reaching log/sqrt/rsqrt/power: in [0.05, 0.95].
         Layout violations of REWRITTEN also fail verification.
         """

@@ -251,3 +251,29 @@ def test_breaks_planted_into_xla_answers_are_caught(name):
         broken = PLANTERS[planter](after)
         assert broken is not None and broken != after, planter
         assert not compare_modules(pre, broken).ok, planter
+
+
+BF16_SCALE = """ENTRY e {
+  x = f32[256] parameter(0)
+  c = f32[] constant(FACTOR)
+  b = f32[256] broadcast(c), dimensions={}
+  p = f32[256] multiply(x, b)
+  ROOT r = bf16[256] convert(p)
+}
+"""
+
+
+def test_a_change_below_bf16_rounding_noise_is_caught_in_f64():
+    """x * 1.002 against x * 1.0, both rounded to bf16 (unit roundoff 2**-8, twice the change):
+    at bf16 precision the two are within rounding noise; the rewritten function in f64 is not."""
+    original, wrong = m(BF16_SCALE.replace("FACTOR", "1.002")), m(BF16_SCALE.replace("FACTOR", "1"))
+    from hlo.interpreter import evaluate
+
+    args = random_arguments(original, np.random.default_rng([0, 0]))
+    low, high = evaluate(original, args).astype(np.float64), evaluate(wrong, args).astype(np.float64)
+    assert (low != high).any() and np.all(np.abs(low - high) <= 2**-7 * np.abs(low))  # within bf16 noise
+    report = compare_modules(original, wrong)
+    assert not report.equivalent
+    assert report.difference.rewritten_shadow is not None  # the f64 clause saw it
+    assert "in f64 the original gives" in str(report.difference)
+
