@@ -40,8 +40,24 @@ VERBATIM_ATTRS = frozenset({
     "backend_config", "result_accuracy", "schedule_config",
 })
 
+#: Attributes whose value is a list of dimension numbers (``{0,1}``): anything else is refused
+#: where it is written, as XLA's parser refuses it.
+INT_LIST_ATTRS = frozenset({
+    "dimensions", "lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims",
+    "dynamic_slice_sizes", "offset_dims", "collapsed_slice_dims", "start_index_map", "slice_sizes",
+    "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims", "operand_batching_dims",
+    "start_indices_batching_dims", "input_batching_dims", "scatter_indices_batching_dims", "fft_length",
+})
+
 _IOTA_GROUPS = re.compile(r"\[[\d,\s]*\]\s*<=\s*\[[\d,\s]*\](?:T\([\d,\s]*\))?")
 _MESH_GROUPS = re.compile(r"mesh\[[^\]]*\]\s*\{[^}]*\}")
+
+
+def _ints(value: Any) -> bool:
+    """An int, or a (nested, as collective-permute's ``slice_sizes``) tuple of ints."""
+    if isinstance(value, tuple):
+        return all(_ints(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class _NotATree(Exception):
@@ -58,7 +74,17 @@ class AttributeParsing(LiteralParsing):
             return self._parse_computation_refs()
         if name in VERBATIM_ATTRS:
             return self._parse_verbatim_or_quoted()
+        if name in INT_LIST_ATTRS:
+            return self._parse_int_list(name)
         return self.parse_generic_value()
+
+    def _parse_int_list(self, name: str) -> int | tuple[int, ...]:
+        start = self.lx.start
+        value = self.parse_generic_value()
+        if _ints(value):
+            return value
+        self.lx.reset(start)
+        raise self.error(f"{name} expects a list of dimension numbers like {{0,1}}, but sees {self.lx.describe()}")
 
     # -- generic ------------------------------------------------------------
 

@@ -110,3 +110,16 @@ def test_deep_nesting_is_a_parse_error() -> None:
         parse_module(text)
     except ParseError as err:
         assert err.location is not None
+
+
+def test_a_dimension_list_that_is_not_a_list_of_integers_is_refused_where_written() -> None:
+    """``dimensions={0,3,1,}`` (a mutated transpose) was kept as text and failed later with a TypeError."""
+    text = ("HloModule m\n\nENTRY e {\n  x = f32[2,3,4,5] parameter(0)\n"
+            "  ROOT t = f32[2,5,3,4] transpose(x), dimensions={0,3,1,}\n}\n")
+    try:
+        parse_module(text, "m.hlo")
+    except ParseError as err:
+        assert (err.location.line, err.location.column) == (5, 50)
+        assert "dimensions expects a list of dimension numbers" in err.message
+    else:
+        raise AssertionError("accepted")
