@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.programs.random_programs import random_program  # noqa: E402
+from bench.programs.random_programs import Program, random_program  # noqa: E402
 from hlo.equivalence import compare_modules, compare_outputs  # noqa: E402
 from hlo.errors import HloError  # noqa: E402
 from hlo.parser import parse_module  # noqa: E402
@@ -54,6 +54,7 @@ class Result:
     #: planter -> "caught", "missed", "no change" (the f64 function is the same), "decided by
     #: rounding" (the original's f64 value moves as far under f64 rounding), "undefined output" or "no place"
     planted: dict[str, str] | None = None
+    name: str = ""
 
 
 def _defined(module, seed: int) -> bool:
@@ -99,17 +100,22 @@ def _cause(step: str, message: str) -> str:
 
 
 def check(seed: int, save: str | None = None, plant: bool = False) -> Result:
+    return check_program(random_program(seed), seed, save, plant)
+
+
+def check_program(program: Program, seed: int, save: str | None = None, plant: bool = False) -> Result:
+    """The three checks (and with ``plant`` the planted breaks) for one program; ``seed`` seeds
+    the random inputs."""
     import jax
 
     start = time.perf_counter()
-    program = random_program(seed)
     features = program.features
 
     planted: dict[str, str] | None = None
 
     def done(cause: str | None = None, detail: str | None = None) -> Result:
         return Result(seed, features, cause is None, cause, detail, round(time.perf_counter() - start, 3),
-                      planted)
+                      planted, program.name)
 
     jitted = jax.jit(program.function, keep_unused=True)
     try:
@@ -155,6 +161,13 @@ def run(start: int, count: int, save: str | None = None, plant: bool = False) ->
     return [check(seed, save, plant) for seed in range(start, start + count)]
 
 
+def run_motivating(save: str | None = None, plant: bool = False) -> list[Result]:
+    """The programs of :mod:`bench.programs.motivating_cases`, numbered 0.. in the results."""
+    from bench.programs.motivating_cases import motivating_cases
+
+    return [check_program(program, number, save, plant) for number, program in enumerate(motivating_cases())]
+
+
 def summary(results: list[Result]) -> dict:
     causes = collections.Counter(r.cause for r in results if not r.ok)
     by_feature = collections.defaultdict(lambda: [0, 0])
@@ -183,9 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save", help="write each program's three stages into this folder")
     parser.add_argument("--plant", action="store_true",
                         help="also plant each break of bench/planted_breaks.py into after_layout")
+    parser.add_argument("--motivating", action="store_true",
+                        help="run bench/programs/motivating_cases.py instead of random programs")
     args = parser.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    results = run(args.start, args.count, args.save, args.plant)
+    if args.motivating:
+        results = run_motivating(args.save, args.plant)
+    else:
+        results = run(args.start, args.count, args.save, args.plant)
     data = {"summary": summary(results), "results": [asdict(r) for r in results]}
     if args.json:
         with open(args.json, "w") as f:
@@ -193,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(data["summary"], indent=1))
     for r in results:
         if not r.ok:
-            print(f"seed {r.seed} {r.features}: {r.cause}: {r.detail}")
+            print(f"seed {r.seed} {r.name} {r.features}: {r.cause}: {r.detail}")
     return 0
 
 
