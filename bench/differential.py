@@ -80,12 +80,24 @@ def plant_breaks(pre, after, seed: int) -> dict[str, str]:
             out[name] = "undefined output"  # the original is NaN everywhere: nothing to compare
         elif name in VALUE_PLANTERS and (verdict := change(after, broken, seed)) != "changed":
             out[name] = verdict  # "no change" or "decided by rounding"
+            if verdict == "no change" and change(after, broken, seed, SMALL_CHANGE) == "changed":
+                # Below the counting threshold but more than f64 noise: recorded on its own.
+                out[name] = "small change " + _verdict(pre, broken, seed)
         else:
-            try:
-                out[name] = "caught" if not compare_modules(pre, broken, seed=seed).ok else "missed"
-            except HloError:
-                out[name] = "caught"  # refused: the broken module cannot even be run
+            out[name] = _verdict(pre, broken, seed)
     return out
+
+
+#: Breaks that move an output by less than :data:`bench.planted_breaks.OBSERVABLE` but more than
+#: this fraction of its scale are reported apart ("small change caught" / "small change missed").
+SMALL_CHANGE = 1e-6
+
+
+def _verdict(pre, broken, seed: int) -> str:
+    try:
+        return "caught" if not compare_modules(pre, broken, seed=seed).ok else "missed"
+    except HloError:
+        return "caught"  # refused: the broken module cannot even be run
 
 
 def _cause(step: str, message: str) -> str:

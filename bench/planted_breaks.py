@@ -109,10 +109,10 @@ ROUNDING_FACTOR = 8.0
 ROUNDING_RUNS = 12
 
 
-def change(original: Module, broken: Module, seed: int = 0) -> str:
+def change(original: Module, broken: Module, seed: int = 0, threshold: float = OBSERVABLE) -> str:
     """What planting did to the function, evaluated in f64 on the planting inputs:
 
-    - ``"changed"``: some output element moves by more than :data:`OBSERVABLE` of its output's
+    - ``"changed"``: some output element moves by more than ``threshold`` (:data:`OBSERVABLE`) of its output's
       largest magnitude (at least :data:`SCALE_FLOOR`) and by more than :data:`ROUNDING_FACTOR`
       times what f64 rounding alone moves it in ``original`` (:data:`ROUNDING_RUNS` runs with
       :meth:`hlo.shadow.Perturbation.exact_arithmetic`), or the outputs are NaN in different places;
@@ -146,7 +146,7 @@ def change(original: Module, broken: Module, seed: int = 0) -> str:
         # An output that is zero in exact arithmetic (1e-17 in f64, rounding noise in f32) has no scale
         # of its own: measure against 1e-3 at least (the programs' values are of order one).
         scale = max(float(np.abs(x[finite]).max(initial=0.0)), SCALE_FLOOR)
-        moved = finite & (np.abs(x - y) > OBSERVABLE * scale)
+        moved = finite & (np.abs(x - y) > threshold * scale)
         if not moved.any():
             continue
         spread = np.zeros(x.shape)
