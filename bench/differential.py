@@ -68,24 +68,33 @@ def _defined(module, seed: int) -> bool:
 
 def plant_breaks(pre, after, seed: int) -> dict[str, str]:
     """Each break of :mod:`bench.planted_breaks` planted into ``after``, and whether verify fails."""
-    from bench.planted_breaks import PLANTERS, VALUE_PLANTERS, change
+    from bench.planted_breaks import PLANTERS
 
     out = {}
     defined = _defined(pre, seed)
     for name, plant in sorted(PLANTERS.items()):
-        broken = plant(after)
-        if broken is None:
-            out[name] = "no place"
-        elif not defined:
-            out[name] = "undefined output"  # the original is NaN everywhere: nothing to compare
-        elif name in VALUE_PLANTERS and (verdict := change(after, broken, seed)) != "changed":
-            out[name] = verdict  # "no change" or "decided by rounding"
-            if verdict == "no change" and change(after, broken, seed, SMALL_CHANGE) == "changed":
-                # Below the counting threshold but more than f64 noise: recorded on its own.
-                out[name] = "small change " + _verdict(pre, broken, seed)
-        else:
-            out[name] = _verdict(pre, broken, seed)
+        try:
+            out[name] = _planted(name, plant, pre, after, seed, defined)
+        except HloError as exc:  # recorded, not fatal to the run: it shows in the summary
+            out[name] = f"error: {exc.message[:120]}"
     return out
+
+
+def _planted(name, plant, pre, after, seed: int, defined: bool) -> str:
+    from bench.planted_breaks import VALUE_PLANTERS, change
+
+    broken = plant(after)
+    if broken is None:
+        return "no place"
+    if not defined:
+        return "undefined output"  # the original is NaN everywhere: nothing to compare
+    if name not in VALUE_PLANTERS:
+        return _verdict(pre, broken, seed)
+    verdict = change(after, broken, seed)
+    if verdict == "no change" and change(after, broken, seed, SMALL_CHANGE) == "changed":
+        # Below the counting threshold but more than f64 noise: recorded on its own.
+        return "small change " + _verdict(pre, broken, seed)
+    return _verdict(pre, broken, seed) if verdict == "changed" else verdict  # or "decided by rounding"
 
 
 #: Breaks that move an output by less than :data:`bench.planted_breaks.OBSERVABLE` but more than

@@ -417,11 +417,15 @@ class _Shadow:
         except HloError as exc:
             self.rewritten_failure = exc.message
             return None, ()
-        noisy = tuple(
-            evaluate(shadow, wide, memory_limit=self.memory_limit, perturb=Perturbation.exact_arithmetic(
-                self.original, np.random.default_rng([self.seed, trial, 1 + NOISY_RUNS + j])))
-            for j in range(NOISY_RUNS)
-        )
+        try:
+            noisy = tuple(
+                evaluate(shadow, wide, memory_limit=self.memory_limit, perturb=Perturbation.exact_arithmetic(
+                    self.original, np.random.default_rng([self.seed, trial, 1 + NOISY_RUNS + j])))
+                for j in range(NOISY_RUNS)
+            )
+        except HloError as exc:
+            self.rewritten_failure = exc.message
+            return None, ()
         return rewritten, noisy
 
 

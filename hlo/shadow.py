@@ -152,8 +152,11 @@ class Perturbation:
         compute at those types (see the module docstring)."""
         from hlo.shape import leaf_arrays
 
+        flow = _control_flow_computations(original)
         roundoff: dict[str, tuple[float, ...]] = {}
         for comp in original.computations:
+            if comp.name not in flow:
+                continue  # comparators and reducers: noise per call would make a sort inconsistent
             folded = _constant_derived(comp)
             shapes = {i.name: i.shape for i in comp.instructions}
             for instr in comp.instructions:
@@ -196,6 +199,28 @@ class Perturbation:
             return value
         noise = 1.0 + unit * self.rng.uniform(-1.0, 1.0, value.shape)
         return (value * noise).astype(value.dtype)
+
+
+#: Attributes naming computations that run as part of the program's flow (not applied per element).
+_FLOW_ATTRIBUTES = frozenset({"body", "condition", "branch_computations", "true_computation",
+                              "false_computation", "calls"})
+
+
+def _control_flow_computations(module: Module) -> frozenset[str]:
+    """The entry and the computations it reaches through while, conditional, call and fusion."""
+    by_name = {c.name: c for c in module.computations}
+    found, todo = set(), [module.entry.name]
+    while todo:
+        name = todo.pop()
+        if name in found or name not in by_name:
+            continue
+        found.add(name)
+        for instr in by_name[name].instructions:
+            for key, value in instr.attributes:
+                if key in _FLOW_ATTRIBUTES:
+                    refs = value if isinstance(value, tuple) else (value,)
+                    todo.extend(str(getattr(r, "name", r)) for r in refs)
+    return frozenset(found)
 
 
 def _constant_derived(comp: Computation) -> frozenset[str]:
