@@ -84,6 +84,37 @@ class TileRule(_Frozen):
         return self.second_minor_max is None or second_minor <= self.second_minor_max
 
 
+class SharedStaging(_Frozen):
+    """How a GPU transpose emitter stages a tile through shared memory.
+
+    A ``rows × cols`` tile is written by rows (coalesced global reads) and read by columns
+    (coalesced global writes), one warp of ``warp`` lanes per access; the tile's rows carry
+    ``padding`` extra elements (XLA: +1, ``tensor<32x1x33xf32>``), or its columns are
+    XOR-swizzled over ``swizzle_phases`` phases. Shared memory has ``banks`` banks of
+    ``bank_bytes`` and ``bandwidth_gb_per_s`` in all. :mod:`hlo.bank_conflicts` counts the
+    passes the staging takes; where bank conflicts make shared memory slower than global
+    memory, a transpose costs that much more.
+    """
+
+    rows: int = Field(32, gt=0)
+    cols: int = Field(32, gt=0)
+    padding: int = Field(0, ge=0)
+    swizzle_phases: int = Field(0, ge=0)
+    warp: int = Field(32, gt=0)
+    banks: int = Field(32, gt=0)
+    bank_bytes: int = Field(4, gt=0)
+    bandwidth_gb_per_s: float = Field(gt=0)
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _one_way(self) -> SharedStaging:
+        if self.padding and self.swizzle_phases:
+            raise ValueError("a staging is padded or swizzled, not both")
+        if self.swizzle_phases and any(n & (n - 1) for n in (self.rows, self.cols)):
+            raise ValueError("a swizzled staging needs power-of-two rows and cols")
+        return self
+
+
 class TransposeCost(_Frozen):
     """Cost factors (× one pass) of a physical relayout, by what it moves.
 
@@ -99,6 +130,8 @@ class TransposeCost(_Frozen):
     major_only: float = Field(gt=0)
     uncoalesced: float = Field(gt=0)
     standalone: float = Field(1.0, gt=0)
+    #: The shared-memory staging of a ``minor_moving`` transpose (GPU), if any.
+    shared_staging: SharedStaging | None = None
     note: str = ""
 
 

@@ -27,9 +27,10 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from hlo.bank_conflicts import staging_factor
 from hlo.shape import ArrayShape, Layout, Tile, element_bits
 from hlo.split_layout import fractal_z
-from hlo.target import Target
+from hlo.target import SharedStaging, Target
 from hlo.tiling import logical_size_bytes, physical_size_bytes
 
 __all__ = ["Candidate", "CostModel", "Term", "padding", "physical_bytes", "FRACTAL_Z", "NC1HWC0"]
@@ -138,6 +139,23 @@ def _nontrivial(shape: ArrayShape) -> tuple[int, ...]:
     return tuple(d for d in layout.minor_to_major if shape.dims[d] != 1)
 
 
+def _staged(target: Target, staging: SharedStaging, src: ArrayShape, nbytes: int,
+            factor: float, why: str) -> tuple[float, str]:
+    """A transpose through shared memory: bank conflicts that make the staging slower than
+    the pass through global memory (or the cache, where the bytes fit) multiply the factor
+    (:func:`hlo.bank_conflicts.staging_factor`)."""
+    ebytes = max(1, element_bits(src.element_type) // 8)
+    bandwidth = nbytes / target.pass_ns(nbytes) if nbytes else target.memory_bandwidth_gb_per_s
+    slower, conflicts = staging_factor(staging, ebytes, bandwidth)
+    if slower <= 1.0:
+        return factor, why
+    ways = max(conflicts.read_ways, conflicts.write_ways)
+    tile = f"{staging.rows}x{staging.cols + staging.padding}"
+    return factor * slower, (f"{why}; its {tile} shared-memory tile has {ways}-way bank "
+                             f"conflicts ({conflicts.slowdown:g} passes per pass needed), "
+                             f"x{slower:.3g}")
+
+
 def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
                 dst_fmt: str) -> tuple[int, str]:
     nbytes = physical_bytes(src, src_fmt) + physical_bytes(dst, dst_fmt)
@@ -153,6 +171,9 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
             factor, why = target.transpose.major_only, "permutes major dims only"
         else:
             factor, why = target.transpose.minor_moving, "moves the minor/tiled dims"
+            staging = target.transpose.shared_staging
+            if staging is not None:
+                factor, why = _staged(target, staging, src, nbytes, factor, why)
         unit = target.transpose_unit
         if unit is not None and a:
             ebytes = max(1, element_bits(src.element_type) // 8)
