@@ -56,7 +56,7 @@ def serve() -> tuple[str, object, threading.Thread]:
     from service.app import create_app
     from service.settings import Settings
 
-    app = create_app(Settings(workers=1, cache_path=None, request_timeout_s=600,
+    app = create_app(Settings(workers=1, cache_path=None, request_timeout_s=600, time_limit_grace_s=300,
                               max_body_bytes=64 << 20))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
