@@ -129,6 +129,14 @@ def graph_view(module: Module, inserted: Sequence[Mapping[str, Any]] = (),
     computations = []
     index: dict[tuple[str, str], int] = {}
     entry = module.entry.name
+    printed: dict[Any, str] = {}  # equal shapes recur (every layer of a model): print each once
+
+    def shape_text(shape: Any) -> str:
+        text = printed.get(shape)
+        if text is None:
+            text = printed[shape] = str(shape)
+        return text
+
     for c, comp in enumerate(module.computations):
         graph = graphs.computation(comp.name)
         order = graph.topological_order()
@@ -142,7 +150,7 @@ def graph_view(module: Module, inserted: Sequence[Mapping[str, Any]] = (),
             nodes["computation"].append(c)
             nodes["name"].append(instr.name)
             nodes["opcode"].append(instr.opcode)
-            nodes["shape"].append(str(instr.shape))
+            nodes["shape"].append(shape_text(instr.shape))
             nodes["family"].append(families.setdefault(family, len(families)))
             nodes["layer"].append(layer[instr.name])
             nodes["column"].append(column[instr.name])
