@@ -124,22 +124,31 @@ class TransposeCost(_Frozen):
     ``standalone``: a ``transpose`` instruction that moves data costs this many times a
     ``copy`` doing the same movement (XLA:CPU emits a copy as a fast relayout loop and a
     standalone transpose as a slow elementwise one; 1 where the two are the same).
+    ``reshape_standalone``: the same for a ``reshape`` that is not a bitcast (XLA:CPU runs it
+    as its own elementwise loop), against the copy moving the same bytes.
     """
 
     minor_moving: float = Field(gt=0)
     major_only: float = Field(gt=0)
     uncoalesced: float = Field(gt=0)
     standalone: float = Field(1.0, gt=0)
+    reshape_standalone: float = Field(1.0, gt=0)
     #: The shared-memory staging of a ``minor_moving`` transpose (GPU), if any.
     shared_staging: SharedStaging | None = None
     note: str = ""
 
 
 class CopyCost(_Frozen):
-    """A plain copy costs ``factor`` passes plus ``fixed_ns`` (launch) each."""
+    """A plain copy costs ``factor`` passes plus ``fixed_ns`` (launch) each.
+
+    ``inline_relayout``: an elementwise op that reads an operand in a layout other than its
+    result's, with no copy in between (a module as written; the rewrite always inserts the
+    copy), pays this many times the copy that would have given the operand its layout.
+    """
 
     factor: float = Field(gt=0)
     fixed_ns: float = Field(0.0, ge=0)
+    inline_relayout: float = Field(1.0, gt=0)
     padding_counts: bool = True
     note: str = ""
 
@@ -169,7 +178,9 @@ class OpRule(_Frozen):
     ``reduction_minor`` (``{slow = "kept", read_factor = 0.45}``): a ``reduce`` whose operand's
     physically most-minor dim is ``kept`` (a column reduction) or ``reduced`` (a row
     reduction), whichever the backend runs slower, costs ``read_factor`` passes over the
-    operand more than the other form.
+    operand more than the other form; with ``min_extent`` (``kept`` only), a column reduction
+    whose result elements each read fewer elements than that is not slow (its strided reads
+    stay in cache).
     """
 
     op: str = Field(min_length=1)

@@ -13,6 +13,18 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   ``read_factor = |s(reduce_major) - s(reduce_minor)| · bandwidth``: the extra passes the
   slower form pays; ``reduce_slow`` says which (``kept``: the kept dim minor, a column
   reduction; ``reduced``: a row reduction).
+- ``reshape_standalone``: the median over sizes of ``t(reshape_moving) / t(copy_minor)`` (a
+  reshape that is not a bitcast against the copy moving the same bytes);
+- ``inline_relayout``: the median over sizes of ``(t(add_mixed) - t(add_same))`` over the
+  copy of one operand as the model prices it (read + write at the cache's or the memory's
+  bandwidth, times ``minor_moving``): what an elementwise op pays for reading one operand
+  in another layout itself, in copies that would have fixed it;
+- the column reductions ``column_R`` against ``row_R`` (``R`` elements reduced per result
+  element): ``e_R = (t(column_R) - t(row_R))`` over one pass of the operand as the model
+  prices it (at the cache's bandwidth when it fits) extra passes;
+  ``reduce_min_extent`` is the smallest ``R`` from which on every ``e_R >= 1`` (below it a
+  column reduction is as fast as a row one: its strided reads stay in cache), and
+  ``reduce_read_factor`` the median ``e_R`` from there (without the group: the 2-D fit above).
 
 Example: samples made from bandwidth 10 GB/s, fixed 500 ns, minor 3 give back exactly those.
 """
@@ -51,13 +63,17 @@ class Coefficients:
     reduce_read_factor: float
     reduce_slow: str  # "kept" or "reduced": which minor dim makes a reduction slow
     samples: int
+    reshape_standalone: float = 1.0
+    inline_relayout: float = 1.0
+    reduce_min_extent: int = 0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
                             round(self.cache_bandwidth_gb_per_s, 2), round(self.fixed_ns, 1),
                             round(self.minor_moving, 2), round(self.major_only, 2),
                             round(self.standalone, 2), round(self.reduce_read_factor, 2),
-                            self.reduce_slow, self.samples)
+                            self.reduce_slow, self.samples, round(self.reshape_standalone, 2),
+                            round(self.inline_relayout, 2), self.reduce_min_extent)
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -91,14 +107,74 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
     row = _slope(samples, "reduce_minor", 0.0)
     column = _slope(samples, "reduce_major", 0.0)
     bandwidth = 1.0 / copy
+    cache_bandwidth = (max(bandwidth, 1.0 / cache_slope) if cache_slope > 0 else bandwidth)
+    read_factor, min_extent = _column_reductions(samples, bandwidth, cache_bandwidth)
     return Coefficients(
         bandwidth_gb_per_s=bandwidth,
-        cache_bandwidth_gb_per_s=max(bandwidth, 1.0 / cache_slope) if cache_slope > 0 else bandwidth,
+        cache_bandwidth_gb_per_s=cache_bandwidth,
         fixed_ns=fixed,
         minor_moving=max(1.0, minor / copy),
         major_only=max(1.0, major / copy3d),
         standalone=max(1.0, transpose / minor),
-        reduce_read_factor=abs(column - row) * bandwidth,
+        reduce_read_factor=(abs(column - row) * bandwidth if read_factor is None
+                            else read_factor),
         reduce_slow="kept" if column >= row else "reduced",
         samples=len(samples),
+        reshape_standalone=max(1.0, _paired_ratio(samples, "reshape_moving", "copy_minor", fixed)),
+        inline_relayout=max(1.0, _inline(samples, bandwidth, cache_bandwidth, minor / copy)),
+        reduce_min_extent=min_extent,
     )
+
+
+def _paired_ratio(samples: Sequence[Sample], kind: str, reference: str, fixed: float) -> float:
+    """The median over sizes of ``kind``'s time over ``reference``'s (same bytes, each after
+    the fixed cost of a copy): a factor
+    that holds in cache and in DRAM alike, which one slope (dominated by the largest size)
+    would not give."""
+    refs: dict[int, list[float]] = {}
+    for s in samples:
+        if s.kind == reference and s.ns > fixed:
+            refs.setdefault(s.bytes, []).append(s.ns - fixed)
+    ratios = [(s.ns - fixed) / r for s in samples if s.kind == kind
+              for r in refs.get(s.bytes, ())]
+    if not ratios:
+        raise FitError(f"no '{kind}' samples paired with '{reference}'")
+    return float(np.median(ratios))
+
+
+def _inline(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float,
+            minor: float) -> float:
+    """What reading one operand in another layout adds to an ``add`` (mixed minus same), in
+    copies of that operand as the model prices them (read + write, at the cache's bandwidth
+    when it fits, times the minor-moving factor); the median over sizes."""
+    same = {s.bytes: s.ns for s in samples if s.kind == "add_same"}
+    ratios = []
+    for s in samples:
+        if s.kind == "add_mixed" and s.bytes in same:
+            copy_ns = _pass_ns(2 * s.bytes, bandwidth, cache_bandwidth) * minor
+            ratios.append((s.ns - same[s.bytes]) / copy_ns)
+    if not ratios:
+        raise FitError("no 'add_mixed' samples paired with 'add_same'")
+    return float(np.median(ratios))
+
+
+def _pass_ns(nbytes: int, bandwidth: float, cache_bandwidth: float) -> float:
+    """One pass over ``nbytes`` as the model prices it (``Target.pass_ns``)."""
+    return nbytes / (cache_bandwidth if nbytes <= CACHE_BYTES else bandwidth)
+
+
+def _column_reductions(samples: Sequence[Sample], bandwidth: float,
+                       cache_bandwidth: float) -> tuple[float | None, int]:
+    """``(read_factor, min_extent)`` from the ``column_R``/``row_R`` pairs (``(None, 0)``
+    without them): see the module docstring."""
+    times = {s.kind: s for s in samples if s.kind.startswith(("column_", "row_"))}
+    extents = sorted(int(k.split("_")[1]) for k in times if k.startswith("column_")
+                     and f"row_{k.split('_')[1]}" in times)
+    if not extents:
+        return None, 0
+    extra = {r: (times[f"column_{r}"].ns - times[f"row_{r}"].ns)
+             / _pass_ns(times[f"column_{r}"].bytes, bandwidth, cache_bandwidth) for r in extents}
+    slow = [r for r in extents if all(extra[q] >= 1.0 for q in extents if q >= r)]
+    if not slow:
+        return 0.0, extents[-1] * 2
+    return float(np.median([extra[r] for r in slow])), slow[0]

@@ -12,9 +12,15 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
 - ``copy_minor``: a copy to ``{0,1}`` (moves the minor dim);
 - ``copy_major``: 3-D ``[a,b,c]{2,1,0}`` copied to ``{2,0,1}`` (only major dims move);
 - ``transpose``: a standalone ``transpose`` writing row-major (moves the minor dim);
+- ``reshape_moving``: a ``reshape`` to ``[4, n/4, 2, m/2]`` in ``{1,3,0,2}`` (an attention
+  head split written with the layout its transpose wants), not a bitcast: XLA:CPU emits it
+  as its own elementwise loop, not as a copy;
 - ``reduce_minor``: a sum over dim 1 (the reduced dim is minor: a row reduction);
 - ``reduce_major``: a sum over dim 0 (the kept dim is minor);
 - ``add_same`` / ``add_mixed``: ``add`` of two operands in the same / other layouts;
+- ``column_R`` / ``row_R``: a sum over dim 0 of ``[R, N/R]`` (1 MiB of f32) laid out ``{1,0}``
+  (the kept dim minor: each result element reads ``R`` elements a row apart) or ``{0,1}``
+  (the reduced dim minor), for ``R`` from 16 to 4096: where a column reduction turns slow;
 - ``dot_nn`` / ``dot_tn`` / ``dot_nt``: a square dot with row-major operands, or the lhs/rhs
   column-major;
 - ``slice``, ``concatenate``, ``pad``, ``broadcast``, ``bitcast_reshape``: recorded, not fitted.
@@ -90,6 +96,8 @@ def matrix_group(t: str, n: int, m: int) -> Group:
                  "padding=1_1x1_1"], f"{t}[{n + 2},{m + 2}]{{1,0}}"),
         "broadcast": ([param, f"ROOT %b = {t}[2,{n},{m}]{{2,1,0}} broadcast(%p), "
                        "dimensions={1,2}"], f"{t}[2,{n},{m}]{{2,1,0}}"),
+        "reshape_moving": ([param, f"ROOT %q = {t}[4,{n // 4},2,{m // 2}]{{1,3,0,2}} "
+                            "reshape(%p)"], f"{t}[4,{n // 4},2,{m // 2}]{{1,3,0,2}}"),
         "bitcast_reshape": ([param, f"%b = {t}[{n * m}]{{0}} bitcast(%p)",
                              f"ROOT %c = {t}[{n * m}]{{0}} copy(%b)"], f"{t}[{n * m}]{{0}}"),
     }
@@ -138,6 +146,32 @@ def binary_group(t: str, n: int) -> Group:
     return Group(f"{t}[{n},{n}]x2", tuple(out))
 
 
+#: Reduced extents of the column/row reduction group (elements each result element reads).
+STRIDED_EXTENTS = (16, 64, 256, 1024, 4096)
+
+
+def reduction_group(extent: int, elements: int = 1 << 18) -> Group:
+    """``f32[extent, elements/extent]`` summed over dim 0, as a column (``{1,0}``) and as a row
+    (``{0,1}``) reduction, with a base module of the same parameter."""
+    n, m = extent, elements // extent
+    out = f"f32[{m}]{{0}}"
+    benches = []
+    for kind, layout in (("base", "{1,0}"), ("column", "{1,0}"), ("row", "{0,1}")):
+        p = f"f32[{n},{m}]{layout}"
+        label = f"{kind}{extent}_f32_{n}x{m}"
+        if kind == "base":
+            body = [f"%p = {p} parameter(0)",
+                    "ROOT %s = f32[1,1]{1,0} slice(%p), slice={[0:1], [0:1]}"]
+            module = _module(label, [p], body, "f32[1,1]{1,0}")
+        else:
+            body = [f"%p = {p} parameter(0)", "%z = f32[] constant(0)",
+                    f"ROOT %r = {out} reduce(%p, %z), dimensions={{0}}, to_apply=%sum"]
+            module = _module(label, [p], body, out, _reducer("f32"))
+        benches.append(Bench(kind if kind == "base" else f"{kind}_{extent}", label, module,
+                             n * m * 4, "f32"))
+    return Group(f"f32[{n},{m}] reduce", tuple(benches))
+
+
 def groups(quick: bool = False) -> list[Group]:
     """Every group, smallest first; ``quick``: one dtype and the two smaller sizes."""
     sizes = SIZES[:2] if quick else SIZES
@@ -145,4 +179,5 @@ def groups(quick: bool = False) -> list[Group]:
     out = [matrix_group(t, n, m) for t in dtypes for n, m in sizes]
     out += [major_group("f32", n, m) for n, m in sizes]
     out += [binary_group("f32", n) for n in (256, 512)[: 1 if quick else 2]]
+    out += [reduction_group(r) for r in (STRIDED_EXTENTS[1::2] if quick else STRIDED_EXTENTS)]
     return out

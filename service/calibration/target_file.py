@@ -18,18 +18,20 @@ cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
 tileable_minor_dims = 0
-calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster). {n} samples."
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement, a reshape that is not a bitcast {c.reshape_standalone}x; an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}. {n} samples."
 
 [transpose]
 minor_moving = {c.minor_moving}
 major_only = {c.major_only}
 uncoalesced = {c.minor_moving}
 standalone = {c.standalone}
+reshape_standalone = {c.reshape_standalone}
 note = "Slopes of XLA:CPU copy and transpose times against bytes, relative to a plain copy."
 
 [copies]
 factor = 1.0
 fixed_ns = {c.fixed_ns}
+inline_relayout = {c.inline_relayout}
 padding_counts = true
 
 [[op_rules]]
@@ -60,7 +62,7 @@ note = "XLA:CPU's FFT requires dim-0-major (default) layouts (IsMonotonicWithDim
 op = "reduce"
 kind = "reduction_minor"
 hard = false
-params = {{ slow = "{c.reduce_slow}", read_factor = {c.reduce_read_factor} }}
+params = {{ slow = "{c.reduce_slow}", read_factor = {c.reduce_read_factor}{extent_param} }}
 note = "XLA:CPU's unfused reduce runs one of the two forms (minor dim kept or reduced) slower."
 '''
 
@@ -72,7 +74,12 @@ def target_toml(calibration: Calibration) -> str:
     text = _TEMPLATE.format(platform=calibration.platform, reps=calibration.reps,
                             machine=calibration.machine, date=calibration.date, load=load,
                             load1=calibration.load_average[0], c=c, n=c.samples,
-                            cache_bytes=CACHE_BYTES)
+                            cache_bytes=CACHE_BYTES,
+                            extent_note=(f" when each result element reads at least "
+                                         f"{c.reduce_min_extent} elements"
+                                         if c.reduce_min_extent else ""),
+                            extent_param=(f", min_extent = {c.reduce_min_extent}"
+                                          if c.reduce_min_extent else ""))
     return text + "\n" + _measurements(calibration)
 
 

@@ -47,7 +47,7 @@ from solver.layout_assignment.rules import preference
 from solver.problem import FORBIDDEN, Problem, Tie, make_problem
 
 __all__ = ["Compiled", "RelationTables", "compile_problem", "copy_parts", "evaluate",
-           "relation_cost", "node_cost", "view_of"]
+           "relation_cost", "node_cost", "reshape_via_copy", "view_of"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -82,11 +82,12 @@ class RelationSignature(NamedTuple):
     reader: bool
     constant: bool
     weight: int
+    inline: bool
 
 
 def relation_signature(graph: LayoutGraph, rel: Relation) -> RelationSignature:
     return RelationSignature(rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
-                             rel.reader, graph.nodes[rel.u].constant, rel.weight)
+                             rel.reader, graph.nodes[rel.u].constant, rel.weight, rel.inline)
 
 
 class NodeSignature(NamedTuple):
@@ -185,6 +186,12 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
             free = False
     if free:
         return 0, "a bitcast: moves no bytes"
+    if rel.kind == "reshape" and not rel.inline:
+        plain = reshape_via_copy(cm, rel, src, dst, cu, cv)
+        if plain is not None:
+            ns, why = cm.conversion(src, cu.format, plain, "")
+            return ns, (f"reshape moves data: the rewrite copies its operand to the default "
+                        f"layout ({why}), then the reshape is a bitcast (XLA's own form)")
     if rel.kind == "transpose":
         want = Candidate(tuple(rel.dims[d] for d in cv.minor_to_major))
         ns, why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "")
@@ -194,21 +201,32 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
                     f"transpose moves data: {why}; x{slower:g}: a standalone transpose, "
                     "slower than a copy doing the same movement")
         return ns, f"transpose moves data: {why}"
-    if rel.kind == "reshape" and cu.format == cv.format == "":
-        # XLA's form of a reshape that moves data: a copy of the operand to the default
-        # layout, then a bitcast (when that makes it one).
-        plain = cm.laid_out(rel.shape, Candidate(tuple(range(rel.shape.rank - 1, -1, -1))))
-        try:
-            via_copy = is_bitcast(plain, dst)
-        except HloError:
-            via_copy = False
-        if via_copy:
-            ns, why = cm.conversion(src, cu.format, plain, "")
-            return ns, f"reshape moves data: a copy to the default layout ({why}), then a bitcast"
     target = cm.target
     nbytes = physical_bytes(src, cu.format) + physical_bytes(dst, cv.format)
     ns = target.pass_ns(nbytes) * target.copies.factor * target.transpose.minor_moving
-    return int(np.ceil(ns + target.copies.fixed_ns)), f"{rel.kind} is not a bitcast: {nbytes} bytes"
+    why = f"{rel.kind} is not a bitcast: {nbytes} bytes"
+    slower = target.transpose.reshape_standalone
+    if rel.kind == "reshape" and slower != 1.0:
+        ns *= slower
+        why += (f", x{slower:g}: a reshape that moves data runs as its own elementwise loop, "
+                "slower than a copy moving the same bytes")
+    return int(np.ceil(ns + target.copies.fixed_ns)), why
+
+
+def reshape_via_copy(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
+                     cu: Candidate, cv: Candidate) -> ArrayShape | None:
+    """The default-laid-out operand a data-moving reshape is rewritten to read (a copy, then
+    a reshape that is a bitcast: XLA's own form, far cheaper on XLA:CPU than a reshape that
+    moves data itself), or ``None`` where that does not make it a bitcast."""
+    if cu.format or cv.format:
+        return None
+    plain = cm.laid_out(rel.shape, Candidate(tuple(range(rel.shape.rank - 1, -1, -1))))
+    if plain == src:
+        return None
+    try:
+        return plain if is_bitcast(plain, dst) and not is_bitcast(src, dst) else None
+    except HloError:
+        return None
 
 
 def copy_parts(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
@@ -265,6 +283,11 @@ def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
         if graph.nodes[rel.u].constant:
             return pad_dst, "constant", f"constant re-laid out at compile time as {want}"
         ns, why = cm.conversion(src, cu.format, dst, want.format)
+        inline = cm.target.copies.inline_relayout
+        if rel.inline and inline != 1.0:
+            return (math.ceil(ns * inline), "inline",
+                    f"{rel.instruction} reads {rel.value} as {cu}, not {want}, itself "
+                    f"(no copy): x{inline:g} the copy {why}")
         return ns + pad_dst + cm.padding_ns(src, cu.format, 1), "copy", f"{cu} -> {want}: {why}"
     if rel.kind == "reduce_out":
         kept = [d for d in range(graph.nodes[rel.u].shape.rank) if d not in rel.dims]

@@ -36,7 +36,7 @@ from hlo.bitcast import reject_layout_dependent_bitcasts
 from hlo.buffers import BufferAnalysis, Position, analyze_buffers
 from hlo.graph import CallGraph
 from hlo.ir import Instruction, Module, ProgramShape, computation_name
-from hlo.opcode_facts import LAYOUT_FREE, TIED, VARIADIC_TIED
+from hlo.opcode_facts import ELEMENTWISE, LAYOUT_FREE, TIED, VARIADIC_TIED
 from hlo.shape import ArrayShape, Shape, TupleShape, leaf_arrays
 from solver.layout_assignment.costs import NC1HWC0, Candidate
 from solver.layout_assignment.rules import rule_op
@@ -79,6 +79,10 @@ class Relation:
     #: How many times the relation's computation runs per module execution (while
     #: bodies with a known trip count multiply it; see :func:`computation_weights`).
     weight: int = 1
+    #: A ``convert`` an elementwise op does itself, reading its operand in another layout,
+    #: or a ``reshape`` that moves data itself (only when scoring a module as written:
+    #: assignment inserts a copy instead).
+    inline: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +322,8 @@ class _Builder:
                         self.pin_position(comp, name, path, cand)
             src = instr.operands[0]
             self.relate(op, self.leaf(comp, src, ()), self.leaf(comp, here, ()), comp, here, 0, (),
-                        src, _array(shapes[src]), dims=_dims(instr.attr("dimensions")))
+                        src, _array(shapes[src]), dims=_dims(instr.attr("dimensions")),
+                        inline=self.actual and op == "reshape")
         elif op == "bitcast-convert" and instr.operands:
             src = instr.operands[0]
             a, b = _array(shapes[src]), instr.shape
@@ -390,7 +395,8 @@ class _Builder:
             if not isinstance(shape, ArrayShape) or out is None or shape.rank != out.rank:
                 continue
             self.relate("convert", self.leaf(comp, name, ()), self.leaf(comp, instr.name, out_path),
-                        comp, instr.name, k, (), name, shape)
+                        comp, instr.name, k, (), name, shape,
+                        inline=self.actual and instr.opcode in ELEMENTWISE)
 
     def reduce(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
         inputs = instr.operands[: len(instr.operands) // 2]

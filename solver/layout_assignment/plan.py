@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from hlo.passes.apply_layouts import Conversion, LayoutPlan
 from hlo.shape import Layout
-from solver.layout_assignment.compile import view_of
+from solver.layout_assignment.compile import reshape_via_copy, view_of
 from solver.layout_assignment.costs import Candidate, CostModel, physical_bytes
 from solver.layout_assignment.layout_graph import LayoutGraph
 
@@ -69,7 +69,31 @@ def plan_for(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate],
             why=("constant re-laid out at compile time" if constant
                  else f"{rel.instruction or 'the root'} needs {want}: {why}")))
         seen.add(key)
+    for rel in graph.relations:
+        if rel.kind == "reshape":
+            _reshape_copy(graph, cm, chosen, rel, conversions, inserted)
     return LayoutPlan(layouts, tuple(conversions), formats, emit_bitcasts), tuple(inserted)
+
+
+def _reshape_copy(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate], rel,
+                  conversions: list[Conversion], inserted: list[InsertedCopy]) -> None:
+    """A reshape that moves data reads a copy of its operand in the default layout, where
+    that makes the reshape a bitcast (:func:`.compile.reshape_via_copy`)."""
+    cu, cv = chosen[rel.u], chosen[rel.v]
+    src = cm.laid_out(rel.shape, cu)
+    dst = cm.laid_out(graph.nodes[rel.v].shape, cv)
+    plain = reshape_via_copy(cm, rel, src, dst, cu, cv)
+    if plain is None:
+        return
+    conversions.append(Conversion(rel.computation, rel.instruction, 0, (), plain.layout))
+    ns, why = cm.conversion(src, cu.format, plain, "")
+    inserted.append(InsertedCopy(
+        value=rel.value, path=(), computation=rel.computation, consumer=rel.instruction,
+        operand=0, source=str(src), destination=str(plain),
+        bytes=int(physical_bytes(src) + physical_bytes(plain)), cost_ns=ns * rel.weight,
+        runs=rel.weight, shared=False,
+        why=f"{rel.instruction} moves data: a copy to the default layout makes it a bitcast "
+            f"({why})"))
 
 
 def _array_layouts(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate]

@@ -188,7 +188,10 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
                 if extra:
                     total += extra
                     reasons.append(f"the reduce's physically minor dim is "
-                                   f"{rule.params.get('slow')}, the slow form: "
+                                   f"{rule.params.get('slow')}, the slow form"
+                                   + (f" (each result element reads >= "
+                                      f"{rule.params['min_extent']} elements)"
+                                      if rule.params.get("min_extent") else "") + ": "
                                    f"+{rule.params.get('read_factor', 0)} pass(es) over the "
                                    f"operand ({rule.note or rule.kind})")
         elif prefs and cand not in prefs:
@@ -209,6 +212,11 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
     form = "reduced" if order[0] in reduced else "kept"
     if form != rule.params.get("slow", "kept"):
         return 0
+    extent = 1
+    for d in reduced:
+        extent *= shape.dims[d]
+    if form == "kept" and extent < int(rule.params.get("min_extent", 0)):
+        return 0  # each result element reads few strided elements: they stay in cache
     factor = float(rule.params.get("read_factor", 0.0))
     return int(factor * cm.target.pass_ns(physical_size_bytes(here)))
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from service.calibration.fit import FitError, Sample, fit
 
 TRUE = {"bandwidth": 12.5, "fixed": 800.0, "minor": 3.5, "major": 1.25, "standalone": 4.0,
-        "read": 0.45, "row": 0.09}
+        "read": 0.45, "row": 0.09, "reshape": 6.0, "inline": 2.5}
 
 
 def synthetic(noise: float = 0.0, seed: int = 0) -> list[Sample]:
@@ -22,6 +24,10 @@ def synthetic(noise: float = 0.0, seed: int = 0) -> list[Sample]:
         "transpose": lambda x: TRUE["fixed"] + 2 * x * per_byte * TRUE["minor"] * TRUE["standalone"],
         "reduce_minor": lambda x: x * TRUE["row"],
         "reduce_major": lambda x: x * (TRUE["row"] + TRUE["read"] * per_byte),
+        "reshape_moving": lambda x: TRUE["fixed"] + 2 * x * per_byte * TRUE["minor"] * TRUE["reshape"],
+        "add_same": lambda x: 3 * x * per_byte,
+        # the mixed add pays ``inline`` copies of its operand (2x bytes at the minor factor)
+        "add_mixed": lambda x: 3 * x * per_byte + TRUE["inline"] * 2 * x * per_byte * TRUE["minor"],
     }
     out = []
     for kind, f in cost.items():
@@ -40,6 +46,31 @@ def test_exact_samples_give_the_coefficients_back():
     assert c.standalone == pytest.approx(TRUE["standalone"])
     assert c.reduce_read_factor == pytest.approx(TRUE["read"])
     assert c.reduce_slow == "kept"
+    assert c.reshape_standalone == pytest.approx(TRUE["reshape"])
+    assert c.inline_relayout == pytest.approx(TRUE["inline"])
+    assert c.reduce_min_extent == 0  # no column group: every column reduction is slow
+
+
+def column_group(slow_from: int, extra_passes: float) -> list[Sample]:
+    """Row and column reductions of 1 MiB: the column ones ``extra_passes`` slower from
+    ``slow_from`` reduced elements on, as fast below."""
+    out = []
+    for r in (16, 64, 256, 1024, 4096):
+        row = 1e5
+        column = row + (extra_passes * (1 << 20) / TRUE["bandwidth"] if r >= slow_from else -1e3)
+        out += [Sample(f"row_{r}", 1 << 20, row), Sample(f"column_{r}", 1 << 20, column)]
+    return out
+
+
+def test_the_column_group_gives_where_column_reductions_turn_slow_and_by_how_much():
+    c = fit(synthetic() + column_group(256, 12.0))
+    assert c.reduce_min_extent == 256
+    assert c.reduce_read_factor == pytest.approx(12.0)
+
+
+def test_a_column_group_that_is_never_slow_prices_no_column_reduction():
+    c = fit(synthetic() + column_group(1 << 20, 12.0))
+    assert c.reduce_read_factor == 0.0 and c.reduce_min_extent > 4096
 
 
 def test_a_slower_row_reduction_is_the_slow_form():
@@ -87,3 +118,10 @@ def test_the_written_target_file_loads_and_carries_the_coefficients(tmp_path):
     assert "test machine" in target.calibration and "2026-01-01" in target.calibration
     rule = next(r for r in target.op_rules if r.kind == "reduction_minor")
     assert rule.params == {"slow": c.reduce_slow, "read_factor": c.reduce_read_factor}
+    assert target.transpose.reshape_standalone == c.reshape_standalone
+    assert target.copies.inline_relayout == c.inline_relayout
+    with_extent = fit(synthetic() + column_group(256, 12.0)).rounded()
+    path.write_text(target_toml(dataclasses.replace(calibration, coefficients=with_extent)))
+    rule = next(r for r in load_target(read_target_file(path)).op_rules
+                if r.kind == "reduction_minor")
+    assert rule.params == {"slow": "kept", "read_factor": 12.0, "min_extent": 256}

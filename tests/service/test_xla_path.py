@@ -94,6 +94,27 @@ def test_topk_operand_layout_is_checked_by_xla_compiler_not_only_its_parser():
     assert "Dim0Major" in run.executions[1].refusal
 
 
+RESHAPE = """HloModule r, entry_computation_layout={(f32[64,64]{0,1})->f32[64,4,16]{2,1,0}}
+ENTRY e {
+  p = f32[64,64]{0,1} parameter(0)
+  ROOT r = f32[64,4,16]{2,1,0} reshape(p)
+}
+"""
+
+
+def test_a_reshape_rewritten_as_copy_then_bitcast_reshape_runs_and_computes_the_reshape():
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+
+    x = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+    ours = assign(parse_module(RESHAPE), AssignOptions(target="cpu", time_limit=5)).module
+    assert any(i.opcode == "copy" for i in ours.entry.instructions)
+    run = run_modules([("as written", parse_module(RESHAPE)), ("ours", ours)], inputs=[x])
+    assert [e.refusal for e in run.executions] == [None, None]
+    for execution in run.executions:
+        np.testing.assert_array_equal(execution.outputs[0], x.reshape(64, 4, 16))
+
+
 @pytest.mark.parametrize(
     ("name", "expected"),
     [("scatter_ops", "is a scatter"), ("rnn_scan_fwd", "is a while"),

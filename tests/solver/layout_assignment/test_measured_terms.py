@@ -55,3 +55,88 @@ def test_the_slow_reduction_form_pays_its_extra_passes():
     extra = int(rule.params["read_factor"] * cpu.pass_ns(256 * 512 * 4))
     assert slow.total == extra > 0
     assert "the slow form" in slow.terms[0].reason
+
+
+MIXED_ADD = """HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[256,512]{LAYOUT})->f32[256,512]{1,0}}
+ENTRY e {
+  a = f32[256,512]{1,0} parameter(0)
+  b = f32[256,512]{LAYOUT} parameter(1)
+  ROOT s = f32[256,512]{1,0} add(a, b)
+}
+"""
+COPIED_ADD = """HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[256,512]{0,1})->f32[256,512]{1,0}}
+ENTRY e {
+  a = f32[256,512]{1,0} parameter(0)
+  b = f32[256,512]{0,1} parameter(1)
+  c = f32[256,512]{1,0} copy(b)
+  ROOT s = f32[256,512]{1,0} add(a, c)
+}
+"""
+
+
+def test_an_add_reading_an_operand_in_another_layout_pays_the_inline_factor_on_the_copy():
+    cpu = load_target("cpu")
+    assert cpu.copies.inline_relayout > 1
+    same = score(parse_module(MIXED_ADD.replace("LAYOUT", "1,0")), cpu)
+    mixed = score(parse_module(MIXED_ADD.replace("LAYOUT", "0,1")), cpu)
+    copied = score(parse_module(COPIED_ADD), cpu)
+    assert same.total == 0 and copied.total > 0
+    assert mixed.total == math.ceil(copied.total * cpu.copies.inline_relayout)
+    assert mixed.terms[0].kind == "inline" and "no copy" in mixed.terms[0].reason
+
+
+def test_assignment_still_inserts_the_copy_instead_of_reading_across_layouts():
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+
+    module = parse_module(MIXED_ADD.replace("LAYOUT", "0,1"))
+    result = assign(module, AssignOptions(target="cpu", time_limit=5))
+    adds = [i for i in result.module.entry.instructions if i.opcode == "add"]
+    operands = {n: i for i in result.module.entry.instructions for n in (i.name,)}
+    assert all(operands[o].shape.layout == adds[0].shape.layout for o in adds[0].operands)
+    assert result.objective == score(parse_module(COPIED_ADD), load_target("cpu")).total
+
+
+def test_a_column_reduction_reading_few_elements_per_result_is_not_the_slow_form():
+    cpu = load_target("cpu")
+    rule = next(r for r in cpu.op_rules if r.kind == "reduction_minor")
+    extent = int(rule.params.get("min_extent", 0))
+    assert rule.params["slow"] == "kept" and extent > 16
+    few = REDUCE.replace("256,512", f"{extent // 2},512").replace("OUT", "512").replace(
+        "DIM", "0")
+    many = REDUCE.replace("256,512", f"{extent},512").replace("OUT", "512").replace("DIM", "0")
+    assert score(parse_module(few), cpu).total == 0
+    assert score(parse_module(many), cpu).total > 0
+
+
+RESHAPE = """HloModule r, entry_computation_layout={(f32[64,64]{0,1})->f32[64,4,16]{2,1,0}}
+ENTRY e {
+  p = f32[64,64]{0,1} parameter(0)
+  ROOT r = f32[64,4,16]{2,1,0} reshape(p)
+}
+"""
+
+
+def test_a_reshape_that_moves_data_as_written_pays_the_reshape_factor():
+    cpu = load_target("cpu")
+    as_written = score(parse_module(RESHAPE), cpu)
+    copy = score(parse_module(BITCAST_AND_COPY), cpu)
+    assert cpu.transpose.reshape_standalone > 1
+    assert "own elementwise loop" in as_written.terms[0].reason
+    assert as_written.total > copy.total * 64 * 64 / (256 * 512)
+
+
+def test_assignment_rewrites_a_data_moving_reshape_as_copy_then_bitcast_reshape():
+    from hlo.bitcast import is_bitcast
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+
+    result = assign(parse_module(RESHAPE), AssignOptions(target="cpu", time_limit=5))
+    by_name = {i.name: i for i in result.module.entry.instructions}
+    reshape = by_name["r"]
+    operand = by_name[reshape.operands[0]]
+    assert operand.opcode == "copy" and str(operand.shape.layout) == "{1,0}"
+    assert is_bitcast(operand.shape, reshape.shape)
+    assert 0 < result.objective < score(parse_module(RESHAPE), load_target("cpu")).total
+    assert any("a copy to the default layout makes it a bitcast" in c.why
+               for c in result.inserted)
