@@ -47,6 +47,7 @@ from hlo.interpreter.values import dtype_of, element_type_of, from_bits, to_bits
 from hlo.ir import Module
 from hlo.printer import print_module
 from hlo.shape import ArrayShape
+from service.xla.adapters import adapt_for_xla
 from service.xla.availability import require_xla
 from service.xla.refusals import parameter_reason, refusal_reason
 
@@ -180,7 +181,8 @@ def run_modules(
         for k, (label, module) in enumerate(modules):
             if refusals[label] is None:
                 keys[label] = f"m{k}"
-                (work / f"m{k}.hlo").write_text(print_module(module))
+                runs = module if label in plain else adapt_for_xla(module)
+                (work / f"m{k}.hlo").write_text(print_module(runs))
                 (work / f"m{k}.carrier.hlo").write_text(print_module(carrier(module)))
         _write_inputs(work / "inputs.npz", inputs)
         result, crash = {}, None

@@ -1,12 +1,12 @@
 """Modules the XLA:CPU execution path cannot run as given, and why (checked before running).
 
 The path compiles the module we hand XLA at ``PRE_SCHEDULER``, after XLA's fusion and copy
-insertion have already run on another module, so nothing adapts ours. What that rules out was
-measured (ORACLES §3):
+insertion have already run on another module; :mod:`.adapters` adds what those passes would
+have added for scatters and loops. What is still ruled out (ORACLES §3):
 
-- a ``scatter`` outside a fusion: XLA:CPU's thunk emitter has no standalone scatter;
-- a ``while`` loop: its state is updated in place, and without the copies copy insertion would
-  add the loop aborts in buffer assignment or computes wrong numbers;
+- a ``while`` whose state holds nested tuples: :mod:`.adapters` gives a loop the copies
+  copy insertion would add (and fuses each ``scatter``, which XLA:CPU runs only inside a
+  fusion) only for a state of arrays;
 - arrays without a layout: the point of the path is to run exactly the layouts written;
 - entry parameters that are tuples or tokens, or element types numpy cannot hold: the inputs
   are made on the host, one array per parameter.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from hlo.ir import Module
 from hlo.shape import ArrayShape, TupleShape, leaf_arrays
+from service.xla.adapters import adaptable_reason
 
 #: element types the child process feeds and reads back (numpy + ml_dtypes)
 FED_TYPES = frozenset({
@@ -26,19 +27,15 @@ FED_TYPES = frozenset({
     "f16", "f32", "f64", "bf16", "c64", "c128", "f8e4m3fn", "f8e5m2",
 })
 
-#: opcode -> why a module holding it outside a fusion cannot run on this path
-UNSUPPORTED_OPCODES: dict[str, str] = {
-    "scatter": "XLA:CPU runs a scatter only inside a fusion (its thunk emitter has no "
-    "standalone scatter), and this path runs the module unfused",
-    "while": "a while loop updates its state in place and needs the copies XLA's copy "
-    "insertion adds (else buffer assignment aborts or the numbers are wrong); this path runs "
-    "the module after copy insertion, as written",
-}
+#: opcode -> why a module holding it outside a fusion cannot run on this path (none left:
+#: scatter and while are adapted, :mod:`.adapters`)
+UNSUPPORTED_OPCODES: dict[str, str] = {}
 
 
 def refusal_reason(module: Module) -> str | None:
     """Why ``module`` cannot run on the path, or ``None`` when it can be tried."""
-    return _opcode_reason(module) or _layout_reason(module) or parameter_reason(module)
+    return (_opcode_reason(module) or adaptable_reason(module) or _layout_reason(module)
+            or parameter_reason(module))
 
 
 def _fused_computations(module: Module) -> set[str]:

@@ -71,11 +71,35 @@ def test_measure_exit_1_on_differing_outputs(files):
     assert "wrong.hlo: outputs differ: output {0} element [0,1]" in result.output
 
 
-def test_measure_exit_2_with_the_reason_for_a_module_the_path_cannot_run(files):
-    scatter = shared_path("corpus", "scatter_ops.after_layout.hlo")
+# A scatter in a form XLA's scatter simplifier would have rewritten (an inserted window dim):
+# XLA:CPU's scatter emitter CHECK-fails on it.
+UNSIMPLIFIED_SCATTER = """HloModule s, entry_computation_layout={(f32[8,4]{1,0}, s32[3,1]{1,0}, f32[3,4]{1,0})->f32[8,4]{1,0}}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[8,4]{1,0} parameter(0)
+  i = s32[3,1]{1,0} parameter(1)
+  u = f32[3,4]{1,0} parameter(2)
+  ROOT s = f32[8,4]{1,0} scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+}
+"""
+
+
+def test_measure_exit_2_with_the_reason_for_a_module_the_path_cannot_run(tmp_path):
+    scatter = tmp_path / "scatter.hlo"
+    scatter.write_text(UNSIMPLIFIED_SCATTER)
     result = invoke("measure", scatter, scatter, "--reps", "0")
     assert result.exit_code == 2
-    assert "cannot run on the XLA path: %scatter" in result.output
+    assert "cannot run on the XLA path: %s is a scatter not in the simplified form" in result.output
+
+
+def test_measure_runs_a_corpus_module_with_scatters(files):
+    scatter = shared_path("corpus", "scatter_ops.after_layout.hlo")
+    result = invoke("measure", scatter, scatter, "--reps", "0")
+    assert result.exit_code == 0, result.output
 
 
 def test_measure_exit_2_on_bad_hlo_names_the_file(tmp_path, files):

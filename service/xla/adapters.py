@@ -1,0 +1,163 @@
+"""What XLA's own passes would have added to a module so that XLA:CPU runs it as written.
+
+The execution path hands XLA the module at ``PRE_SCHEDULER``, after XLA's fusion and copy
+insertion ran on another module, so nothing adapts ours. Two kinds of instruction need what
+those passes add (measured, ORACLES §3):
+
+- ``scatter``: XLA:CPU's thunk emitter has no standalone scatter, only a scatter inside a
+  fusion, and a scatter updates its operand in place. Each scatter outside a fusion becomes
+  a copy of its operand(s) and a ``kLoop`` fusion whose computation holds the scatter alone.
+- ``while``: the loop state is updated in place; without the copies copy insertion adds,
+  buffer assignment aborts (a constant in the state) or the numbers are wrong. Each loop gets
+  a copy of every leaf of its init, of every element its body reads from its parameter, and
+  of every element of its body's root.
+
+Every copy keeps its source's layout and the fusion computes exactly the scatter, so the
+layouts that run are the ones written; the copies cost the same in two modules that differ
+only in layouts, which keeps paired ratios fair (diluted toward 1 by the copies' time).
+
+Example: ``%s = f32[8,4]{1,0} scatter(%x, %i, %u), ...`` becomes
+``%x.adapted = f32[8,4]{1,0} copy(%x)`` and
+``%s = f32[8,4]{1,0} fusion(%x.adapted, %i, %u), kind=kLoop, calls=%s.fused``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hlo.ir import Computation, ComputationRef, Instruction, Module, computation_name
+from hlo.passes.instruction_sequence import NameTable
+from hlo.shape import ArrayShape, TupleShape
+
+__all__ = ["adapt_for_xla", "adaptable_reason"]
+
+
+def adaptable_reason(module: Module) -> str | None:
+    """Why ``module`` cannot be adapted, or ``None``: a ``while`` whose state holds nested
+    tuples, or a ``scatter`` XLA:CPU's scatter emitter does not take (it CHECKs
+    ``ScatterSimplifier::IsSimplifiedScatter``; XLA simplifies every scatter before layout
+    assignment, so its own modules pass)."""
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "while" and not _flat_state(instr.shape):
+                return (f"%{instr.name} is a while whose state is {instr.shape}: only a state "
+                        "of arrays (or a tuple of arrays) is adapted to run unfused")
+            if instr.opcode == "scatter" and not _simplified(comp, instr):
+                return (f"%{instr.name} is a scatter not in the simplified form XLA:CPU's "
+                        "scatter emitter requires (index vector dim last, at most one scatter "
+                        "dim, sorted update window dims after it, no inserted window dims)")
+    return None
+
+
+def _simplified(comp: Computation, instr: Instruction) -> bool:
+    """XLA's ``ScatterSimplifier::IsSimplifiedScatter`` on ``instr``."""
+    count = (len(instr.operands) - 1) // 2
+    shapes = {i.name: i.shape for i in comp.instructions}
+    indices = shapes.get(instr.operands[count])
+    updates = shapes.get(instr.operands[count + 1])
+    if not isinstance(indices, ArrayShape) or not isinstance(updates, ArrayShape):
+        return False
+    window = _ints(instr.attr("update_window_dims"))
+    return (instr.attr("index_vector_dim") == indices.rank - 1
+            and updates.rank - len(window) <= 1 and 0 not in window
+            and list(window) == sorted(window)
+            and not _ints(instr.attr("inserted_window_dims")))
+
+
+def _ints(value) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, int) else tuple(value)
+
+
+def _flat_state(shape) -> bool:
+    return isinstance(shape, ArrayShape) or isinstance(shape, TupleShape) and all(
+        isinstance(e, ArrayShape) for e in shape.elements)
+
+
+def adapt_for_xla(module: Module) -> Module:
+    """``module`` with its unfused scatters fused and its loops given their copies."""
+    fused = {name for comp in module.computations for instr in comp.instructions
+             if instr.opcode == "fusion" for name in instr.called_computations()}
+    bodies = {computation_name(instr.attr("body")) for comp in module.computations
+              for instr in comp.instructions if instr.opcode == "while"}
+    if not bodies and not any(i.opcode == "scatter" for c in module.computations
+                              if c.name not in fused for i in c.instructions):
+        return module
+    adapter = _Adapter(NameTable(module))
+    comps = []
+    for comp in module.computations:
+        if comp.name in fused:
+            comps.append(comp)
+            continue
+        comps.extend(adapter.computation(comp, comp.name in bodies))
+    return dataclasses.replace(module, computations=tuple(comps))
+
+
+class _Adapter:
+    """Rewrites one computation at a time; fresh names come from one table."""
+
+    def __init__(self, names: NameTable) -> None:
+        self.names = names
+
+    def copy(self, out: list[Instruction], source: str, shape) -> str:
+        name = self.names.fresh(f"{source}.adapted")
+        out.append(Instruction(name, "copy", shape, (source,)))
+        return name
+
+    def leaves_copied(self, out: list[Instruction], source: str, shape) -> str:
+        """A copy of ``source``; a tuple is rebuilt from copies of its elements."""
+        if isinstance(shape, ArrayShape):
+            return self.copy(out, source, shape)
+        parts = []
+        for i, element in enumerate(shape.elements):
+            gte = self.names.fresh(f"{source}.element")
+            out.append(Instruction(gte, "get-tuple-element", element, (source,),
+                                   (("index", i),)))
+            parts.append(self.copy(out, gte, element))
+        name = self.names.fresh(f"{source}.adapted")
+        out.append(Instruction(name, "tuple", shape, tuple(parts)))
+        return name
+
+    def computation(self, comp: Computation, is_body: bool) -> list[Computation]:
+        out: list[Instruction] = []
+        extra: list[Computation] = []
+        shapes = {i.name: i.shape for i in comp.instructions}
+        renamed: dict[str, str] = {}
+        params = {i.name for i in comp.instructions if i.opcode == "parameter"}
+        for instr in comp.instructions:
+            instr = dataclasses.replace(
+                instr, operands=tuple(renamed.get(o, o) for o in instr.operands))
+            if instr.opcode == "scatter":
+                fusion, called = self.scatter(out, instr, shapes)
+                out.append(fusion)
+                extra.append(called)
+            elif instr.opcode == "while":
+                init = self.leaves_copied(out, instr.operands[0], shapes[instr.operands[0]])
+                out.append(dataclasses.replace(instr, operands=(init,)))
+            else:
+                out.append(instr)
+            if is_body and instr.opcode == "get-tuple-element" and instr.operands[0] in params:
+                renamed[instr.name] = self.copy(out, instr.name, instr.shape)
+        root = renamed.get(comp.root, comp.root)
+        if is_body:
+            root = self.leaves_copied(out, root, shapes[comp.root])
+        return [*extra, dataclasses.replace(comp, instructions=tuple(out), root=root)]
+
+    def scatter(self, out: list[Instruction], instr: Instruction, shapes: dict
+                ) -> tuple[Instruction, Computation]:
+        """The fusion that replaces scatter ``instr`` (its operands copied first) and the
+        computation it calls."""
+        count = (len(instr.operands) - 1) // 2  # operands..., indices, updates...
+        operands = [self.copy(out, name, shapes[name]) if k < count else name
+                    for k, name in enumerate(instr.operands)]
+        called = self.names.fresh(f"{instr.name}.fused")
+        body = [Instruction(self.names.fresh(f"{called}.param_{k}"), "parameter", shapes[name],
+                            (), (("parameter_number", k),))
+                for k, name in enumerate(instr.operands)]
+        root = dataclasses.replace(instr, name=self.names.fresh(f"{called}.scatter"),
+                                   operands=tuple(p.name for p in body), span=None)
+        computation = Computation(called, (*body, root), root.name)
+        fusion = Instruction(instr.name, "fusion", instr.shape, tuple(operands),
+                             (("kind", "kLoop"), ("calls", ComputationRef(called))), instr.span)
+        return fusion, computation

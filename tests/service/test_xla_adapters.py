@@ -1,0 +1,114 @@
+"""Scatters and loops on the XLA:CPU execution path: :mod:`service.xla.adapters` gives them
+what XLA's fusion and copy insertion would have, so they run (unadapted, XLA:CPU refuses the
+scatter and aborts on the loop, ORACLES §3). Oracles: numpy, and XLA's own pipeline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import shared_path
+
+from hlo.parser import parse_file, parse_module
+from service.xla.adapters import adapt_for_xla
+from service.xla.execution import run_modules
+from service.xla.refusals import refusal_reason
+
+# In the form XLA's scatter simplifier gives every scatter before layout assignment (the only
+# form XLA:CPU's scatter emitter accepts: a window per index row, no inserted window dims).
+SCATTER = """HloModule s, entry_computation_layout={(f32[8,4]{LAYOUT}, s32[3,1]{1,0}, f32[3,1,4]{2,1,0})->f32[8,4]{LAYOUT}}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[8,4]{LAYOUT} parameter(0)
+  i = s32[3,1]{1,0} parameter(1)
+  u = f32[3,1,4]{2,1,0} parameter(2)
+  ROOT s = f32[8,4]{LAYOUT} scatter(x, i, u), update_window_dims={1,2}, inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+}
+"""
+
+# The loop state starts from a constant: the case that aborts buffer assignment unadapted.
+WHILE = """HloModule w, entry_computation_layout={(f32[4,3]{LAYOUT})->f32[4,3]{LAYOUT}}
+cond {
+  s = (s32[], f32[4,3]{LAYOUT}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[4,3]{LAYOUT}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[4,3]{LAYOUT} get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  y = f32[4,3]{LAYOUT} add(x, x)
+  ROOT t = (s32[], f32[4,3]{LAYOUT}) tuple(j, y)
+}
+ENTRY e {
+  p = f32[4,3]{LAYOUT} parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[4,3]{LAYOUT}) tuple(zero, p)
+  w = (s32[], f32[4,3]{LAYOUT}) while(init), condition=cond, body=body
+  ROOT r = f32[4,3]{LAYOUT} get-tuple-element(w), index=1
+}
+"""
+
+
+def test_a_scatter_becomes_a_copy_and_a_fusion_holding_it_with_its_layouts():
+    module = parse_module(SCATTER.replace("LAYOUT", "0,1"))
+    adapted = adapt_for_xla(module)
+    entry = {i.name: i for i in adapted.entry.instructions}
+    fusion = entry["s"]
+    assert fusion.opcode == "fusion" and fusion.attr("kind") == "kLoop"
+    copied = entry[fusion.operands[0]]
+    assert copied.opcode == "copy" and copied.operands == ("x",)
+    assert str(copied.shape) == "f32[8,4]{0,1}" and str(fusion.shape) == "f32[8,4]{0,1}"
+    called = adapted.computation(fusion.called_computations()[0])
+    assert called.root_instruction.opcode == "scatter"
+
+
+def test_a_scatter_xla_cpu_cannot_emit_is_refused_with_the_reason():
+    module = parse_module(SCATTER.replace("LAYOUT", "1,0").replace(
+        "f32[3,1,4]{2,1,0}", "f32[3,4]{1,0}").replace("update_window_dims={1,2}, inserted_window_dims={}",
+                                            "update_window_dims={1}, inserted_window_dims={0}"))
+    assert "not in the simplified form" in refusal_reason(module)
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("layout", ["1,0", "0,1"])
+def test_a_scatter_runs_in_xla_cpu_and_adds_like_numpy(layout):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    idx = np.array([[1], [5], [1]], dtype=np.int32)
+    upd = rng.standard_normal((3, 1, 4)).astype(np.float32)
+    module = parse_module(SCATTER.replace("LAYOUT", layout))
+    assert refusal_reason(module) is None
+    run = run_modules([("scatter", module)], inputs=[x, idx, upd])
+    assert run.executions[0].refusal is None
+    want = x.copy()
+    np.add.at(want, idx[:, 0], upd[:, 0])
+    np.testing.assert_allclose(run.executions[0].outputs[0], want, rtol=1e-6)
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("layout", ["1,0", "0,1"])
+def test_a_loop_with_a_constant_in_its_state_runs_in_xla_cpu(layout):
+    x = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32)
+    module = parse_module(WHILE.replace("LAYOUT", layout))
+    body = adapt_for_xla(module).computation("body")
+    assert sum(i.opcode == "copy" for i in body.instructions) == 4  # 2 read, 2 in the root
+    run = run_modules([("loop", module)], inputs=[x], reps=2)
+    assert run.executions[0].refusal is None
+    np.testing.assert_array_equal(run.executions[0].outputs[0], 8 * x)
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("name", ["scatter_ops", "rnn_scan_fwd"])
+def test_corpus_modules_with_scatters_and_loops_match_xla_own_pipeline(name):
+    xla = parse_file(shared_path("corpus", f"{name}.after_layout.hlo"))
+    pre = parse_file(shared_path("corpus", f"{name}.pre.hlo"))
+    run = run_modules([("after_layout", xla), ("pre", pre)], plain={"pre"})
+    assert [e.refusal for e in run.executions] == [None, None]
+    assert run.matches(1).ok
