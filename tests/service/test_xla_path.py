@@ -107,7 +107,7 @@ def test_a_reshape_rewritten_as_copy_then_bitcast_reshape_runs_and_computes_the_
     from solver.layout_assignment.options import AssignOptions
 
     x = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
-    ours = assign(parse_module(RESHAPE), AssignOptions(target="cpu", time_limit=5)).module
+    ours = assign(parse_module(RESHAPE), "cpu", AssignOptions(time_limit_s=5)).module
     assert any(i.opcode == "copy" for i in ours.entry.instructions)
     run = run_modules([("as written", parse_module(RESHAPE)), ("ours", ours)], inputs=[x])
     assert [e.refusal for e in run.executions] == [None, None]

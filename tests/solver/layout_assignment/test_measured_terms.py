@@ -90,7 +90,7 @@ def test_assignment_still_inserts_the_copy_instead_of_reading_across_layouts():
     from solver.layout_assignment.options import AssignOptions
 
     module = parse_module(MIXED_ADD.replace("LAYOUT", "0,1"))
-    result = assign(module, AssignOptions(target="cpu", time_limit=5))
+    result = assign(module, "cpu", AssignOptions(time_limit_s=5))
     adds = [i for i in result.module.entry.instructions if i.opcode == "add"]
     operands = {n: i for i in result.module.entry.instructions for n in (i.name,)}
     assert all(operands[o].shape.layout == adds[0].shape.layout for o in adds[0].operands)
@@ -131,7 +131,7 @@ def test_assignment_rewrites_a_data_moving_reshape_as_copy_then_bitcast_reshape(
     from solver.layout_assignment.assign import assign
     from solver.layout_assignment.options import AssignOptions
 
-    result = assign(parse_module(RESHAPE), AssignOptions(target="cpu", time_limit=5))
+    result = assign(parse_module(RESHAPE), "cpu", AssignOptions(time_limit_s=5))
     by_name = {i.name: i for i in result.module.entry.instructions}
     reshape = by_name["r"]
     operand = by_name[reshape.operands[0]]
