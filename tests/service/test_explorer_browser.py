@@ -521,6 +521,9 @@ def test_html_report_shows_the_same_numbers_offline(driver: Any, tmp_path: Path,
     assert len(driver.find_elements(By.CSS_SELECTOR, "#conversions tbody tr")) == len(
         report["inserted"])
     assert driver.find_elements(By.CSS_SELECTOR, "#pictures svg.memory-picture")
+    # Offline: nothing to ask a server for (a measured section is shown from the report).
+    assert not driver.find_element(By.ID, "measure-form").is_displayed()
+    assert not driver.find_element(By.ID, "input-section").is_displayed()
     module = parse_module(report["hlo"])
     assert driver.execute_script("return window.hloExplorer.view.nodes.name.length") == sum(
         len(c.instructions) for c in module.computations)
