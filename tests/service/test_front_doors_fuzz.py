@@ -65,6 +65,7 @@ def _cases() -> list[tuple[str, str]]:
 
 CASES = _cases()
 RUNNER = CliRunner()
+PYTHON_EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception)\b: ")
 
 COMMANDS = {
     "check": [], "fmt": [], "normalize": [], "graph": ["-f", "json"],
@@ -78,6 +79,8 @@ def _cli(args: list[str]) -> None:
         f"{args[0]}: {type(result.exception).__name__}: {result.exception}")
     assert result.exit_code in (0, 1, 2), (args[0], result.exit_code, result.output[-500:])
     assert "Traceback" not in result.output, result.output[-2000:]
+    # An internal failure would print as 'error: TypeError: ...' with exit 2: none may occur.
+    assert not PYTHON_EXCEPTION.search(result.output), result.output[-2000:]
     if result.exit_code == 2:
         assert "error:" in result.output, (args[0], result.output[-500:])
 
@@ -107,7 +110,7 @@ def _answered(response: httpx.Response) -> None:
     if response.status_code >= 400:
         body = response.json()
         assert isinstance(body.get("type"), str) and isinstance(body.get("message"), str), body
-        assert "Traceback" not in body["message"], body
+        assert "Traceback" not in body["message"] and not PYTHON_EXCEPTION.search(body["message"]), body
 
 
 def test_http_routes_answer_mutated_modules_below_500(client: httpx.Client) -> None:
@@ -132,3 +135,36 @@ def test_http_routes_answer_mutated_modules_below_500(client: httpx.Client) -> N
         assert job["status"] == "done" and job["finished"] == len(CASES), job
         for item in job["results"]:
             assert item["error"] is None or item["error"]["type"] != "internal_error", item
+
+
+# Generated modules (the interpreter fuzzer's: chains of instructions over random small shapes,
+# some broken on purpose) through the pipeline that both the CLI and HTTP call.
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+from service import pipeline  # noqa: E402
+from solver.layout_assignment.options import AssignOptions  # noqa: E402
+
+
+def _generated_modules():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hlo"))
+    from test_interpreter_fuzz import modules
+
+    return modules()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_generated_modules())
+def test_generated_modules_through_every_operation_fail_only_with_typed_errors(case) -> None:
+    text, _ = case
+    requests = [pipeline.ModuleRequest(op, text) for op in (
+        pipeline.Operation.CHECK, pipeline.Operation.FORMAT, pipeline.Operation.NORMALIZE)]
+    requests += [pipeline.ModuleRequest(pipeline.Operation.SCORE, text, target="tpu"),
+                 pipeline.ModuleRequest(pipeline.Operation.ASSIGN, text, target="cpu",
+                                        options=AssignOptions(time_limit_s=1.0)),
+                 pipeline.VerifyRequest(text, text)]
+    for request in requests:
+        outcome = pipeline.run(request)
+        assert not (isinstance(outcome, pipeline.Failure) and outcome.type is pipeline.FailureType.INTERNAL_ERROR), (
+            request.operation, outcome.message)
