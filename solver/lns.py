@@ -12,22 +12,28 @@ the answer worse, and every accepted answer is feasible for the whole problem.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from solver import cpsat
 from solver.errors import BuildTimeout
 from solver.options import SolveOptions
-from solver.problem import FORBIDDEN, Edge, FixedUse, MemoryUse, Problem
+from solver.problem import FORBIDDEN, Edge, FixedUse, MemoryUse, Problem, evaluate
 
 
 #: Nodes with more labels than this stay fixed in windows (their tables would
 #: dominate the window's model).
 WINDOW_MAX_LABELS = 64
+#: A window's CP-SAT budget, in deterministic work units per second of ``window_time``,
+#: and the wall-clock limit as a multiple of ``window_time`` (a safety net only).
+WORK_PER_SECOND = 0.5
+WALL_FACTOR = 4.0
 
 
 def _window_problem(problem: Problem, nodes: list[int], labels: np.ndarray,
-                    incident: list[list[int]], node_uses: list[list[int]]) -> Problem:
+                    incident: list[list[int]], node_uses: list[list[int]], uses: _Uses
+                    ) -> Problem:
     inside = {n: i for i, n in enumerate(nodes)}
     unary = [problem.unary[n].copy() for n in nodes]
     edges: list[Edge] = []
@@ -46,25 +52,100 @@ def _window_problem(problem: Problem, nodes: list[int], labels: np.ndarray,
             else:
                 i = inside[edge.v]
                 unary[i] = np.minimum(unary[i] + edge.costs[labels[edge.u], :], FORBIDDEN)
-    memory = []
-    fixed = list(problem.fixed_memory)
-    if problem.memory_limit is not None:
-        for use in problem.memory:
-            if use.node in inside:
-                memory.append(MemoryUse(inside[use.node], use.start, use.end, use.usage))
-            elif use.start < use.end:
-                amount = int(use.usage[labels[use.node]])
-                if amount:
-                    fixed.append(FixedUse(use.start, use.end, amount))
+    memory, fixed = _window_memory(problem, inside, labels, node_uses, uses)
     for array in unary:
         array.flags.writeable = False
     return Problem(unary=tuple(unary), edges=tuple(edges), memory=tuple(memory),
                    fixed_memory=tuple(fixed), memory_limit=problem.memory_limit)
 
 
+def _window_memory(problem: Problem, inside: dict[int, int], labels: np.ndarray,
+                   node_uses: list[list[int]], uses: _Uses
+                   ) -> tuple[list[MemoryUse], list[FixedUse]]:
+    """The window's own memory uses, and everything else as fixed uses: per
+    elementary interval between the window uses' start and end times, the
+    largest load of the rest there (the window's sum is constant on each, so
+    only that largest load can bind). A few fixed uses per window use instead
+    of one per use of the whole problem: building the memory rows of a window
+    no longer scans the whole time line."""
+    if problem.memory_limit is None:
+        return [], []
+    own = [i for n in inside for i in node_uses[n] if problem.memory[i].start < problem.memory[i].end]
+    memory = [MemoryUse(inside[problem.memory[i].node], problem.memory[i].start,
+                        problem.memory[i].end, problem.memory[i].usage) for i in sorted(own)]
+    if not own:
+        return memory, []
+    times, load = _rest_load(uses, labels, own)
+    bounds = np.unique(np.array([m.start for m in memory] + [m.end for m in memory], np.int64))
+    # Largest rest load over each [bounds[j], bounds[j+1]): the profile is constant
+    # between its event times, so take the value at bounds[j] and at every event inside.
+    at = np.searchsorted(times, bounds, side="right") - 1
+    value = np.where(at >= 0, load[np.maximum(at, 0)], 0)
+    fixed = []
+    for j in range(len(bounds) - 1):
+        lo, hi = at[j] + 1, np.searchsorted(times, bounds[j + 1], side="left")
+        peak = int(max(value[j], load[lo:hi].max(initial=0)))
+        if peak:
+            fixed.append(FixedUse(int(bounds[j]), int(bounds[j + 1]), peak))
+    return memory, fixed
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Uses:
+    """The memory uses of a problem as flat arrays, and its fixed uses' profile events."""
+
+    start: np.ndarray
+    end: np.ndarray
+    node: np.ndarray
+    offset: np.ndarray     # first entry of each use in ``usage`` (+ total)
+    usage: np.ndarray      # every use's usage per label, concatenated
+    fixed: tuple[np.ndarray, np.ndarray, np.ndarray]  # starts, ends, amounts
+
+    @staticmethod
+    def build(problem: Problem) -> _Uses:
+        memory = problem.memory
+        sizes = np.array([len(m.usage) for m in memory], np.int64)
+        offset = np.zeros(len(memory) + 1, np.int64)
+        np.cumsum(sizes, out=offset[1:])
+        usage = (np.concatenate([m.usage for m in memory]).astype(np.int64) if memory
+                 else np.zeros(0, np.int64))
+        fixed = problem.fixed_memory
+        return _Uses(np.array([m.start for m in memory], np.int64),
+                     np.array([m.end for m in memory], np.int64),
+                     np.array([m.node for m in memory], np.int64), offset, usage,
+                     (np.array([f.start for f in fixed], np.int64),
+                      np.array([f.end for f in fixed], np.int64),
+                      np.array([f.amount for f in fixed], np.int64)))
+
+
+def _rest_load(uses: _Uses, labels: np.ndarray, own: list[int]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, load)``: the bytes live from each event time on, of every use not
+    in ``own`` (at ``labels``) and every fixed use."""
+    amount = uses.usage[uses.offset[:-1] + labels[uses.node]] if len(uses.node) else uses.usage
+    keep = uses.start < uses.end
+    keep[own] = False
+    starts = np.concatenate([uses.start[keep], uses.fixed[0]])
+    ends = np.concatenate([uses.end[keep], uses.fixed[1]])
+    amounts = np.concatenate([amount[keep], uses.fixed[2]])
+    if not len(starts):
+        return np.zeros(1, np.int64), np.zeros(1, np.int64)
+    times, inverse = np.unique(np.concatenate([starts, ends]), return_inverse=True)
+    delta = np.zeros(len(times) + 1, np.int64)
+    np.add.at(delta, inverse[:len(starts)], amounts)
+    np.subtract.at(delta, inverse[len(starts):], amounts)
+    return times, np.cumsum(delta[:-1])
+
+
 def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options: SolveOptions,
-            window: int = 1500, window_time: float = 3.0) -> tuple[tuple[int, ...], int]:
-    """Sweep windows over the nodes until ``deadline``; returns (labels, windows solved)."""
+            window: int = 1500, window_time: float = 3.0, max_windows: int | None = None
+            ) -> tuple[tuple[int, ...], int]:
+    """Sweep windows over the nodes until ``deadline`` (or ``max_windows`` solved);
+    returns (labels, windows solved).
+
+    A window's answer replaces the current labels only when CP-SAT found it
+    strictly cheaper in context (memory included), so every step keeps a feasible,
+    never costlier answer."""
     current = np.array(labels, np.int64)
     incident: list[list[int]] = [[] for _ in range(problem.num_nodes)]
     for k, edge in enumerate(problem.edges):
@@ -73,31 +154,35 @@ def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options:
     node_uses: list[list[int]] = [[] for _ in range(problem.num_nodes)]
     for i, use in enumerate(problem.memory):
         node_uses[use.node].append(i)
+    uses = _Uses.build(problem)
+    # Each window ends on CP-SAT's deterministic work budget, so the sequence of
+    # answers does not depend on the machine's speed (the wall clock only cuts a
+    # window that runs far over, and ends the sweep at ``deadline``).
+    budget = replace(options, deterministic_time=window_time * WORK_PER_SECOND)
     solved = 0
     n = problem.num_nodes
     step = max(1, window * 2 // 3)  # windows overlap by a third
     start = 0
-    while time.perf_counter() + 0.5 < deadline:
+    while time.perf_counter() + 0.5 < deadline and (max_windows is None or solved < max_windows):
         nodes = [v for v in range(start, min(n, start + window))
                  if problem.label_count(v) <= WINDOW_MAX_LABELS]
         if not nodes:
             start = 0 if start + window >= n else start + step
             continue
-        sub = _window_problem(problem, nodes, current, incident, node_uses)
+        sub = _window_problem(problem, nodes, current, incident, node_uses, uses)
         hint = tuple(int(current[v]) for v in nodes)
         try:
             built = cpsat.build_model(sub, hint, deadline)
         except BuildTimeout:
             break
-        limit = min(window_time, deadline - time.perf_counter())
+        limit = min(WALL_FACTOR * window_time, deadline - time.perf_counter())
         if limit <= 0.05:
             break
-        raw = cpsat.solve_model(built, options, limit)
+        raw = cpsat.solve_model(built, budget, limit)
         solved += 1
-        if raw.labels is not None:
-            trial = current.copy()
-            trial[nodes] = raw.labels
-            current = trial
+        before = evaluate(sub, hint)
+        if raw.labels is not None and before is not None and raw.objective < before:
+            current[nodes] = raw.labels
         start = 0 if start + window >= n else start + step
     # Each window was feasible in context, so the whole is; the caller re-checks it.
     return tuple(int(x) for x in current), solved
