@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from solver import cpsat, lns
+from solver.anneal import anneal
 from solver.dual_bound import dual_bound
 from solver.errors import BuildTimeout, ProblemError, SolveError
 from solver.heuristics import heuristic
@@ -47,6 +48,22 @@ DUAL_BOUND_SECONDS = 20.0
 #: CP-SAT does not prove its answer: with memory rows its own bound stays weak.
 MEMORY_DUAL_SHARE = 0.1
 MEMORY_DUAL_SECONDS = 5.0
+#: A memory-limited core of at most this many nodes (and no ties) modelled whole is
+#: first annealed (:mod:`solver.anneal`): ANNEAL_ROUNDS walks of this many moves per
+#: node (at most ANNEAL_MOVES each), within ANNEAL_SHARE of the time left. On contest
+#: core V (259 nodes) CP-SAT's reproducible search hardly moved from its hint
+#: (BENCHMARKS.md).
+ANNEAL_NODES = 2000
+#: Smaller cores are left to CP-SAT alone: it proves them in well under a second.
+ANNEAL_MIN_NODES = 64
+#: Nor is a core annealed whose nodes carry more memory uses than this on average
+#: (each move then updates many intervals: contest cores C, D, Q carry 90-180 per node
+#: after the reductions, and 100k moves took 87 s on Q).
+ANNEAL_USES_PER_NODE = 4
+ANNEAL_MOVES_PER_NODE = 1500
+ANNEAL_MOVES = 400_000
+ANNEAL_ROUNDS = 3
+ANNEAL_SHARE = 0.6
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,10 +281,28 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
             return Search(None, None, Status.UNKNOWN, first_ms)
         bound = trivial_bound(core)
         return Search(start, bound, _status(bound, start.cost), first_ms)
+    if start is not None and _anneals(core):
+        start = _annealed(core, start, deadline, laps)
     if start is not None:
         cpsat.add_hint(model, start.labels)
         laps.lap("add-hint")
     return _model_search(core, model, start, first_ms, options, deadline, laps, report)
+
+
+def _anneals(core: Problem) -> bool:
+    return (core.memory_limit is not None and bool(core.memory) and not core.ties
+            and ANNEAL_MIN_NODES <= core.num_nodes <= ANNEAL_NODES
+            and len(core.memory) <= ANNEAL_USES_PER_NODE * core.num_nodes)
+
+
+def _annealed(core: Problem, start: Answer, deadline: float, laps: Laps) -> Answer:
+    """``start`` improved by annealing (a fixed number of moves; the clock only cuts it)."""
+    moves = min(ANNEAL_MOVES, ANNEAL_MOVES_PER_NODE * core.num_nodes)
+    cut = time.perf_counter() + ANNEAL_SHARE * max(0.0, deadline - time.perf_counter())
+    labels, _ = anneal(core, start.labels, moves, deadline=cut, rounds=ANNEAL_ROUNDS)
+    laps.lap("anneal")
+    found = _feasible(core, labels)
+    return found if found is not None and found.cost < start.cost else start
 
 
 def _window_search(core: Problem, start: Answer, first_ms: float | None,
