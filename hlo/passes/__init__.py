@@ -10,8 +10,10 @@
   edges (:mod:`hlo.passes.normalize_layouts`).
 
 ``run_passes(module, ["normalize-layouts", "normalize-reductions"])`` applies
-them in the order given; ``apply_pass(module, name)`` applies one and also
-returns its notes (what it had to leave as it was, and why). ``passes_for_target(target)`` says which ones a
+them in the order given; :func:`apply_passes` is the one loop that applies passes, and yields
+each pass's :class:`PassRun`: its notes (what it had to leave as it was, and why) and the
+instructions it reports rewriting. A pass that reports them is listed in ``TRACED`` (its
+traced form); the others report nothing. ``passes_for_target(target)`` says which ones a
 target's rules ask for after layout assignment.
 """
 
@@ -64,14 +66,36 @@ class PassNote:
         return f"{self.kind} left as it is: {self.computation}/{self.instruction}: {self.reason}"
 
 
+@dataclass(frozen=True, slots=True)
+class Traced:
+    """A pass's result with what it reports: notes, and the instructions it rewrote."""
+
+    module: Module
+    notes: tuple[PassNote, ...] = ()
+    rewritten: tuple[tuple[str, str], ...] = ()
+
+
+def _reductions_traced(module: Module) -> Traced:
+    out, skipped, rewritten = normalize_reductions_with_notes(module)
+    notes = tuple(PassNote(s.computation, s.instruction, s.reason, "reduce") for s in skipped)
+    return Traced(out, notes, rewritten)
+
+
+#: The passes that report notes and rewrites, by name: their traced form.
+TRACED: Final[dict[str, Callable[[Module], Traced]]] = {
+    "normalize-reductions": _reductions_traced,
+}
+
+
 def apply_pass(module: Module, name: str) -> tuple[Module, tuple[PassNote, ...]]:
     """Apply one pass (canonical or short name) and return its notes."""
-    (name,) = pass_names([name])
-    if name == "normalize-reductions":
-        module, skipped = normalize_reductions_with_notes(module)
-        return module, tuple(PassNote(s.computation, s.instruction, s.reason, "reduce")
-                             for s in skipped)
-    return PASSES[name](module), ()
+    traced = _apply(module, pass_names([name])[0])
+    return traced.module, traced.notes
+
+
+def _apply(module: Module, name: str) -> Traced:
+    traced = TRACED.get(name)
+    return traced(module) if traced is not None else Traced(PASSES[name](module))
 
 
 class PassError(HloError):
@@ -105,6 +129,8 @@ class PassRun:
     after: Module
     notes: tuple[PassNote, ...]
     ms: float
+    #: ``(computation, instruction)`` the pass reports rewriting (see ``TRACED``).
+    rewritten: tuple[tuple[str, str], ...] = ()
 
 
 def apply_passes(module: Module, names: str | Iterable[str]) -> Iterator[PassRun]:
@@ -113,9 +139,10 @@ def apply_passes(module: Module, names: str | Iterable[str]) -> Iterator[PassRun
     any pass runs)."""
     for name in pass_names(names):
         began = time.perf_counter()
-        after, notes = apply_pass(module, name)
-        yield PassRun(name, module, after, notes, round((time.perf_counter() - began) * 1000, 3))
-        module = after
+        traced = _apply(module, name)
+        yield PassRun(name, module, traced.module, traced.notes,
+                      round((time.perf_counter() - began) * 1000, 3), traced.rewritten)
+        module = traced.module
 
 
 def run_passes(module: Module, names: str | Sequence[str], *, verify: bool = False) -> Module:

@@ -222,6 +222,7 @@ def _rewrite_reduce(
     cache: dict[tuple[str, ArrayShape], str],
     skipped: list[SkippedReduce],
     comp: Computation,
+    rewritten: list[tuple[str, str]],
 ) -> bool:
     """Emit the canonical form of ``instr`` into ``seq``; False when it does not apply."""
     inputs = reduce_inputs(instr)
@@ -233,6 +234,7 @@ def _rewrite_reduce(
         skipped.append(SkippedReduce(comp.name, instr.name, reason))
         return False
     order = shared_input_order(module, instr, input_shapes)  # type: ignore[arg-type]
+    rewritten.append((comp.name, instr.name))
     physical_inputs = []
     for n, s in zip(inputs, input_shapes):
         target = physical_input_shape(s)  # type: ignore[arg-type]
@@ -267,15 +269,21 @@ def _rewrite_reduce(
     return True
 
 
-def normalize_reductions_with_notes(module: Module) -> tuple[Module, tuple[SkippedReduce, ...]]:
-    """:func:`normalize_reductions` plus the reduces it had to leave non-canonical."""
+def normalize_reductions_with_notes(
+    module: Module,
+) -> tuple[Module, tuple[SkippedReduce, ...], tuple[tuple[str, str], ...]]:
+    """:func:`normalize_reductions` plus the reduces it had to leave non-canonical and the
+    ``(computation, instruction)`` of those it rewrote, in text order."""
     skipped: list[SkippedReduce] = []
+    rewritten: list[tuple[str, str]] = []
 
     def for_computation(comp: Computation) -> Rewrite:
         cache: dict[tuple[str, ArrayShape], str] = {}
-        return lambda instr, seq: _rewrite_reduce(module, instr, seq, cache, skipped, comp)
+        return lambda instr, seq: _rewrite_reduce(module, instr, seq, cache, skipped, comp,
+                                                  rewritten)
 
-    return rewrite_instructions(module, "reduce", for_computation), tuple(skipped)
+    out = rewrite_instructions(module, "reduce", for_computation)
+    return out, tuple(skipped), tuple(rewritten)
 
 
 def normalize_reductions(module: Module) -> Module:

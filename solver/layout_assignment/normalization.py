@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from hlo.ir import Module
 from hlo.passes import apply_passes, passes_for_target
-from hlo.passes.normalize_reductions import non_canonical_reduces
 from hlo.target import Target
 from solver.layout_assignment.options import NormalizePass
 
@@ -61,9 +60,8 @@ def normalize(module: Module, names: tuple[str, ...]) -> tuple[Module, Normaliza
     normalized: list[tuple[str, str]] = []
     left: list[tuple[str, str, str]] = []
     for run in apply_passes(module, names):
-        before = non_canonical_reduces(run.before) if run.name == "normalize-reductions" else ()
-        kept = {(n.computation, n.instruction) for n in run.notes}
-        normalized.extend(r for r in before if r not in kept and r not in normalized)
+        normalized.extend(run.rewritten)
         left.extend((n.computation, n.instruction, n.reason) for n in run.notes)
         module = run.after
-    return module, Normalization(tuple(names), tuple(normalized), tuple(dict.fromkeys(left)))
+    return module, Normalization(tuple(names), tuple(dict.fromkeys(normalized)),
+                                 tuple(dict.fromkeys(left)))

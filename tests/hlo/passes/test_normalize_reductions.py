@@ -113,8 +113,8 @@ def _proved(original: Module, rewritten: Module) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reduces())
 def test_random_reduces_become_canonical_and_stay_equivalent(module: Module) -> None:
-    out, skipped = normalize_reductions_with_notes(module)
-    assert skipped == ()
+    out, skipped, rewritten = normalize_reductions_with_notes(module)
+    assert skipped == () and rewritten == tuple(non_canonical_reduces(module))
     assert non_canonical_reduces(out) == []
     _proved(module, out)
     assert normalize_reductions(out) == out
@@ -235,8 +235,8 @@ ENTRY e {
   z = f32[] constant(0)
   ROOT r = f32[6]{0} reduce(p, z), dimensions={0}, to_apply=add
 }""")
-    out, skipped = normalize_reductions_with_notes(module)
-    assert out == module
+    out, skipped, rewritten = normalize_reductions_with_notes(module)
+    assert out == module and rewritten == ()
     (note,) = skipped
     assert (note.computation, note.instruction) == ("e", "r")
     assert "sparse" in note.reason
