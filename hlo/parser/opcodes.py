@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Final
 
+from hlo import shape_inference
+from hlo.errors import HloError, VerifyError
+from hlo.ir import Computation, Instruction
 from hlo.opcode_facts import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, OPCODES
 from hlo.shape import ArrayShape, Shape, TupleShape
+from hlo.shape_inference import operand_count_problem
 
 #: Opcodes that wrap another one asynchronously in XLA's sugar
 #: (``custom-call-start`` = ``async-start`` calling a ``custom-call``).
@@ -68,52 +72,34 @@ def allowed_attrs(opcode: str) -> frozenset[str] | None:
     return None if specific is None else GENERIC_ATTRS | specific
 
 
+#: Opcodes whose result shape the text may leave out; the parser infers it.
+INFERRED: Final[frozenset[str]] = (
+    ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | {"tuple", "get-tuple-element", "select", "transpose", "dot"}
+)
+
+
 def infer_shape(opcode: str, operands: list[Shape], attrs: dict[str, object]) -> Shape | None:
-    """The result shape XLA would infer for the few ops the text may write without one.
+    """The result shape XLA would infer for the few ops the text may write without one
+    (:data:`INFERRED`), by the one shape inference, :mod:`hlo.shape_inference`.
 
-    Layouts are not inferred (the result has none); ``None`` means "cannot infer".
+    A dot's result takes the lhs element type (XLA's default preferred element type).
+    Layouts are not inferred; ``None`` means "cannot infer" (the operands do not fit).
     """
-    if opcode == "tuple":
-        return TupleShape(tuple(operands))
-    if opcode == "get-tuple-element" and len(operands) == 1 and isinstance(operands[0], TupleShape):
-        index = attrs.get("index")
-        if isinstance(index, int) and 0 <= index < len(operands[0].elements):
-            return operands[0].elements[index]
+    if opcode not in INFERRED or operand_count_problem(opcode, len(operands)):
         return None
-    arrays = [s for s in operands if isinstance(s, ArrayShape)]
-    if len(arrays) != len(operands) or not arrays:
+    first = operands[0] if operands else None
+    assumed = ArrayShape(first.element_type, ()) if isinstance(first, ArrayShape) else TupleShape(())
+    instr = Instruction("inferred", opcode, assumed, tuple(f"operand.{k}" for k in range(len(operands))),
+                        tuple(attrs.items()))  # type: ignore[arg-type]
+    try:
+        shape = shape_inference.infer_shape(instr, tuple(operands), _no_callee)
+    except HloError:
         return None
-    first = arrays[0]
-    if opcode in ELEMENTWISE_UNARY or opcode in ELEMENTWISE_BINARY:
-        etype = "pred" if opcode in ("compare", "is-finite") else first.element_type
-        return ArrayShape(etype, first.dims, None, first.dynamic)
-    if opcode == "select" and len(arrays) == 3:
-        return ArrayShape(arrays[1].element_type, arrays[1].dims, None, arrays[1].dynamic)
-    if opcode == "transpose" and len(arrays) == 1:
-        perm = _dim_list(attrs, "dimensions", first.rank)
-        if perm is None or sorted(perm) != list(range(first.rank)):
-            return None
-        return ArrayShape(first.element_type, tuple(first.dims[d] for d in perm))
-    if opcode == "dot" and len(arrays) == 2:
-        lhs, rhs = arrays
-        lb = _dim_list(attrs, "lhs_batch_dims", lhs.rank)
-        lc = _dim_list(attrs, "lhs_contracting_dims", lhs.rank)
-        rb = _dim_list(attrs, "rhs_batch_dims", rhs.rank)
-        rc = _dim_list(attrs, "rhs_contracting_dims", rhs.rank)
-        if lb is None or lc is None or rb is None or rc is None:
-            return None
-        dims = [lhs.dims[d] for d in lb]
-        dims += [n for d, n in enumerate(lhs.dims) if d not in lb and d not in lc]
-        dims += [n for d, n in enumerate(rhs.dims) if d not in rb and d not in rc]
-        return ArrayShape(lhs.element_type, tuple(dims))
-    return None
+    # A tuple or an element of one is its operands' own shape; a computed array has no layout.
+    if isinstance(shape, ArrayShape) and opcode != "get-tuple-element":
+        return shape.with_layout(None)
+    return shape
 
 
-def _dim_list(attrs: dict[str, object], key: str, rank: int) -> tuple[int, ...] | None:
-    """``attrs[key]`` as dims of a rank-``rank`` array (absent: none); ``None`` when malformed."""
-    value = attrs.get(key, ())
-    if not isinstance(value, tuple) or not all(
-        isinstance(d, int) and not isinstance(d, bool) and 0 <= d < rank for d in value
-    ):
-        return None
-    return value
+def _no_callee(name: str) -> Computation:
+    raise VerifyError(f"no computation '{name}' while inferring a shape")

@@ -85,7 +85,8 @@ class Context:
             fail(f"attribute '{name}' must be integers, got {value!r}")
         if isinstance(value, int):
             return (value,)
-        if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+        if isinstance(value, tuple) and all(isinstance(v, int) and not isinstance(v, bool)
+                                            for v in value):
             return value
         fail(f"attribute '{name}' must be integers, got {value!r}")
 
