@@ -207,7 +207,8 @@ _FLOW_ATTRIBUTES = frozenset({"body", "condition", "branch_computations", "true_
 
 
 def _control_flow_computations(module: Module) -> frozenset[str]:
-    """The entry and the computations it reaches through while, conditional, call and fusion."""
+    """The entry and the computations it reaches through while, conditional, call (``to_apply``
+    of a ``call`` is a function of the program, as jax emits for its named functions) and fusion."""
     by_name = {c.name: c for c in module.computations}
     found, todo = set(), [module.entry.name]
     while todo:
@@ -217,7 +218,7 @@ def _control_flow_computations(module: Module) -> frozenset[str]:
         found.add(name)
         for instr in by_name[name].instructions:
             for key, value in instr.attributes:
-                if key in _FLOW_ATTRIBUTES:
+                if key in _FLOW_ATTRIBUTES or (key == "to_apply" and instr.opcode == "call"):
                     refs = value if isinstance(value, tuple) else (value,)
                     todo.extend(str(getattr(r, "name", r)) for r in refs)
     return frozenset(found)
