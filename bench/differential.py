@@ -55,6 +55,9 @@ class Result:
     #: rounding" (the original's f64 value moves as far under f64 rounding), "undefined output" or "no place"
     planted: dict[str, str] | None = None
     name: str = ""
+    #: "pre", "before_layout" -> the largest error / allowed error of that verify step, for the
+    #: rounding clause ("<step>") and the f64 clause ("<step> f64"): how close XLA's answer came.
+    margins: dict[str, float] | None = None
 
 
 def _defined(module, seed: int) -> bool:
@@ -133,10 +136,11 @@ def check_program(program: Program, seed: int, save: str | None = None, plant: b
     features = program.features
 
     planted: dict[str, str] | None = None
+    margins: dict[str, float] = {}
 
     def done(cause: str | None = None, detail: str | None = None) -> Result:
         return Result(seed, features, cause is None, cause, detail, round(time.perf_counter() - start, 3),
-                      planted, program.name)
+                      planted, program.name, margins)
 
     jitted = jax.jit(program.function, keep_unused=True)
     try:
@@ -161,6 +165,8 @@ def check_program(program: Program, seed: int, save: str | None = None, plant: b
             report = compare_modules(first, second, seed=seed)
         except HloError as exc:
             return done(_cause(step, exc.message), exc.message[:300])
+        margins[step.split()[1]] = round(report.worst_ratio, 4)
+        margins[step.split()[1] + " f64"] = round(report.worst_f64_ratio, 4)
         if not report.ok:
             detail = str(report.difference) if report.difference else "; ".join(report.violations[:2])
             return done(f"{step}: not equivalent", detail[:300])
@@ -204,6 +210,10 @@ def summary(results: list[Result]) -> dict:
         "planted": {
             name: dict(collections.Counter(r.planted[name] for r in results if r.planted))
             for name in sorted({n for r in results if r.planted for n in r.planted})
+        },
+        "worst_margins": {
+            key: max(r.margins[key] for r in results if r.margins and key in r.margins)
+            for key in sorted({k for r in results if r.margins for k in r.margins})
         },
         "seconds": round(sum(r.seconds for r in results), 1),
     }

@@ -119,6 +119,8 @@ class EquivalenceReport:
     #: elements not judged (undefined in the shadow, or integers decided by rounding).
     unchecked: int = 0
     elements: int = 0
+    #: largest |SR - S| / allowed difference of the f64 clause (<= 1 when equivalent).
+    worst_f64_ratio: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -133,6 +135,7 @@ class EquivalenceReport:
             "seed": self.seed,
             "trials": self.trials,
             "worst_ratio": self.worst_ratio,
+            "worst_f64_ratio": self.worst_f64_ratio,
             "elements": self.elements,
             "unchecked": self.unchecked,
             "first_difference": None if diff is None else {
@@ -181,6 +184,7 @@ class _Tally:
     worst: float = 0.0
     unchecked: int = 0
     elements: int = 0
+    worst_f64: float = 0.0
 
 
 def _leaves(value: Value, path: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Any]]:
@@ -304,13 +308,13 @@ def compare_values(
                 None if s is None else _fmt(s[first]), None if bound is None else float(bound[first]),
             )
         if not exact and reference is not None and reference.rewritten_shadow is not None and s is not None:
-            diff = _judge_exact_arithmetic(x, y, s, k, reference, trial, path, ~same)
+            diff = _judge_exact_arithmetic(x, y, s, k, reference, trial, path, ~same, tally)
             if diff is not None:
                 return diff
     return None
 
 
-def _judge_exact_arithmetic(x, y, s, k: int, reference: Reference, trial: int, path, differing):
+def _judge_exact_arithmetic(x, y, s, k: int, reference: Reference, trial: int, path, differing, tally: _Tally):
     """The f64 clause: where O and R differ, the rewritten module's own f64 shadow ``SR`` must agree
     with the original's ``S`` within the noise of :meth:`Perturbation.exact_arithmetic`."""
     sr = _leaves(reference.rewritten_shadow)[k][1]
@@ -332,6 +336,9 @@ def _judge_exact_arithmetic(x, y, s, k: int, reference: Reference, trial: int, p
             bound = (SAFETY * np.fmax(spread, floor) + SAFETY * F64_ROUNDOFF * np.abs(sw)
                      + float(np.finfo(np.float64).tiny))
             bad = differing & ~undefined & ~_identical(sw, rw) & ~(np.abs(rw - sw) <= bound)
+            judged = (np.abs(rw - sw) / bound)[differing & ~undefined]
+        if judged.size:
+            tally.worst_f64 = max(tally.worst_f64, float(np.nan_to_num(judged, nan=np.inf).max()))
     else:
         stable = np.ones(x.shape, bool)
         for n in noisy:
@@ -487,12 +494,12 @@ def _compare(
         if diff is not None:
             return EquivalenceReport(
                 False, False, seed, trials, diff, tally.worst, violations, verifier, _notes(shadow, tally),
-                tally.unchecked, tally.elements,
+                tally.unchecked, tally.elements, tally.worst_f64,
             )
     notes = _notes(shadow, tally) + (() if all_exact else ("floats matched within the bound, not bit for bit",))
     return EquivalenceReport(
         True, all_exact, seed, trials, None, tally.worst, violations, verifier, notes, tally.unchecked,
-        tally.elements,
+        tally.elements, tally.worst_f64,
     )
 
 
