@@ -97,6 +97,8 @@ def _crop(grid: np.ndarray, notes: tuple[str, ...]) -> tuple[np.ndarray, tuple[s
 
 def _check_dims(dims: tuple[int, ...]) -> None:
     """Refuse before any work: the whole array is laid out to find the drawn corner."""
+    if 0 in dims:
+        raise PictureError(f"an array with no elements ({list(dims)}) has no memory order to draw")
     if math.prod(dims) > MAX_ELEMENTS:
         raise PictureError(f"the picture is drawn for arrays of at most {MAX_ELEMENTS} elements, "
                            f"not {math.prod(dims)} ({list(dims)})")
@@ -173,6 +175,7 @@ def linear_picture(shape: ArrayShape, size_per_thread: tuple[int, ...],
     if shape.rank != 2:
         raise PictureError(f"the register/lane/warp map is drawn for rank-2 shapes, not rank "
                            f"{shape.rank}")
+    _check_dims(shape.dims)
     for name, value in (("size_per_thread", size_per_thread),
                         ("threads_per_warp", threads_per_warp), ("warps_per_cta", warps_per_cta)):
         if len(value) != 2:

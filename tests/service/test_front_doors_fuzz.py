@@ -168,3 +168,36 @@ def test_generated_modules_through_every_operation_fail_only_with_typed_errors(c
         outcome = pipeline.run(request)
         assert not (isinstance(outcome, pipeline.Failure) and outcome.type is pipeline.FailureType.INTERNAL_ERROR), (
             request.operation, outcome.message)
+
+
+def _picture_requests(count: int) -> list[dict]:
+    """Random shapes (zero-sized dims, tiles with '*', element sizes, narrow types) with and
+    without an Ascend format or a GF(2) blocked layout."""
+    rng = random.Random(5)
+    out = []
+    for _ in range(count):
+        rank = rng.randint(0, 4)
+        dims = [rng.choice((0, 1, 2, 3, 5, 8, 16, 128, 1000)) for _ in range(rank)]
+        order = list(range(rank))
+        rng.shuffle(order)
+        shape = f"{rng.choice(('f32', 'bf16', 's8', 'pred', 's4', 'c64'))}[{','.join(map(str, dims))}]"
+        if rng.random() < 0.8:
+            tiles = "".join("(" + ",".join(rng.choice(("1", "2", "8", "128", "*", "3")) for _ in range(rng.randint(1, 2)))
+                            + ")" for _ in range(rng.randint(0, 2)))
+            shape += "{" + ",".join(map(str, order)) + (f":T{tiles}" if tiles else "") + "}"
+        request: dict = {"shape": shape}
+        kind = rng.random()
+        if kind < 0.3:
+            request["format"] = rng.choice(("FRACTAL_NZ", "FRACTAL_Z", "NC1HWC0"))
+        elif kind < 0.5:
+            request["blocked"] = rng.choice(("1,4:8,4:2,1", "1:32:4", "0:1:1", "2,2:4,8:1,1", "x"))
+        out.append(request)
+    return out
+
+
+def test_layout_pictures_of_random_shapes_answer_below_500(client: httpx.Client) -> None:
+    """Zero-sized dims once ended in an IndexError or a ZeroDivisionError (500)."""
+    empty = client.post("/v1/layout-picture", json={"shape": "pred[1,0]{1,0}"})
+    assert empty.status_code == 422 and "no elements" in empty.json()["message"], empty.text
+    for request in _picture_requests(150):
+        _answered(client.post("/v1/layout-picture", json=request))
