@@ -58,7 +58,7 @@ ANNEAL_NODES = 2000
 ANNEAL_MIN_NODES = 64
 #: Nor is a core annealed whose nodes carry more memory uses than this on average
 #: (each move then updates many intervals: contest cores C, D, Q carry 90-180 per node
-#: after the reductions, and 100k moves took 87 s on Q).
+#: after the reductions; BENCHMARKS.md, Solver core).
 ANNEAL_USES_PER_NODE = 4
 ANNEAL_MOVES_PER_NODE = 1500
 ANNEAL_MOVES = 400_000

@@ -100,7 +100,6 @@ class ShapeParsing:
         lx = self.lx
         if lx.kind != "ident":
             return lx.kind == "("
-            return False
         nxt = lx.text[lx.end : lx.end + 1]
         if nxt == "[":
             return lx.raw in _SHAPE_WORDS

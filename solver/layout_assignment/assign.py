@@ -147,7 +147,7 @@ _ORDER = ("exact", "cp-sat", "bound", "local-search", "greedy", "default")
 #: this many labels.
 WHOLE_MODEL_LABELS = 400_000
 
-#: Seconds kept from ``time_limit`` for the rewrite, normalization and verification that
+#: Seconds kept from ``time_limit_s`` for the rewrite, normalization and verification that
 #: follow the solves: this much, plus :data:`FINISH_S_PER_INSTRUCTION` per instruction (at
 #: most a quarter of the limit).
 FINISH_S = 0.1
@@ -163,7 +163,7 @@ def _solve_options(options: AssignOptions, time_limit: float) -> SolveOptions:
 
 
 class Budget:
-    """``time_limit`` is one budget for all solves. Each share is of the time still
+    """``time_limit_s`` is one budget for all solves. Each share is of the time still
     left, so a solve that finishes early (proven) hands its rest to the next one."""
 
     __slots__ = ("deadline",)
