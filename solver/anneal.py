@@ -23,6 +23,9 @@ import math
 import random
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
 
 from solver.problem import FORBIDDEN, Problem, evaluate, memory_feasible
 
@@ -44,7 +47,8 @@ def anneal(problem: Problem, labels: Sequence[int], moves: int, seed: int = 0,
     cost = evaluate(problem, start)
     if cost is None or not memory_feasible(problem, start):
         raise ValueError("annealing needs a feasible start")
-    if problem.ties or problem.num_nodes < 2 or moves <= 0:
+    if (problem.ties or problem.num_nodes < 2 or moves <= 0
+            or _Profile.size(problem) > PROFILE_ENTRIES):
         return start, cost
     best, best_cost = list(start), cost
     for round_ in range(rounds):
@@ -55,6 +59,68 @@ def anneal(problem: Problem, labels: Sequence[int], moves: int, seed: int = 0,
         if found_cost < best_cost:
             best, best_cost = found, found_cost
     return tuple(best), best_cost
+
+
+#: Annealing is skipped when the per-node usage profiles (labels times the time
+#: intervals each node spans) would hold more entries than this.
+PROFILE_ENTRIES = 30_000_000
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Profile:
+    """The load over the elementary time intervals of a problem, and per node its
+    usage per label over the intervals it spans (``dense[node][label]``, from
+    ``span[node][0]``; ``None`` for a node without uses)."""
+
+    load: np.ndarray
+    dense: list[np.ndarray | None]
+    span: list[tuple[int, int]]
+
+    @staticmethod
+    def size(problem: Problem) -> int:
+        """The entries :meth:`build` would allocate."""
+        times = _times(problem)
+        lo: dict[int, int] = {}
+        hi: dict[int, int] = {}
+        for use in problem.memory:
+            if use.start < use.end:
+                lo[use.node] = min(lo.get(use.node, use.start), use.start)
+                hi[use.node] = max(hi.get(use.node, use.end), use.end)
+        return sum(problem.label_count(node) * int(np.searchsorted(times, hi[node])
+                                                   - np.searchsorted(times, lo[node]))
+                   for node in lo)
+
+    @staticmethod
+    def build(problem: Problem, labels: Sequence[int]) -> _Profile:
+        times = _times(problem)
+        load = np.zeros(max(1, len(times)), np.int64)
+        by_node: dict[int, list] = {}
+        for use in problem.memory:
+            if use.start < use.end:
+                by_node.setdefault(use.node, []).append(
+                    (int(np.searchsorted(times, use.start)), int(np.searchsorted(times, use.end)),
+                     use.usage))
+        dense: list[np.ndarray | None] = [None] * problem.num_nodes
+        span = [(0, 0)] * problem.num_nodes
+        for node, uses in by_node.items():
+            lo, hi = min(u[0] for u in uses), max(u[1] for u in uses)
+            block = np.zeros((problem.label_count(node), hi - lo), np.int64)
+            for start, end, usage in uses:
+                block[:, start - lo:end - lo] += np.asarray(usage, np.int64)[:, None]
+            dense[node], span[node] = block, (lo, hi)
+            load[lo:hi] += block[labels[node]]
+        for fixed in problem.fixed_memory:
+            if fixed.start < fixed.end:
+                load[np.searchsorted(times, fixed.start):np.searchsorted(times, fixed.end)] += \
+                    fixed.amount
+        return _Profile(load, dense, span)
+
+
+def _times(problem: Problem) -> np.ndarray:
+    """The sorted event times: interval ``j`` runs from ``times[j]`` to ``times[j + 1]``."""
+    events = [t for use in problem.memory if use.start < use.end for t in (use.start, use.end)]
+    events += [t for f in problem.fixed_memory if f.start < f.end for t in (f.start, f.end)]
+    return np.unique(np.array(events, np.int64))
 
 
 class _Walk:
@@ -70,26 +136,11 @@ class _Walk:
         for edge in problem.edges:
             self.adjacent[edge.u].append((edge.v, edge.costs.tolist()))
             self.adjacent[edge.v].append((edge.u, edge.costs.T.tolist()))
-        self.uses: list[list[tuple[int, int, list[int]]]] = [[] for _ in range(n)]
         self.usage = [[0] * len(u) for u in self.unary]
-        horizon = 1 + max([u.end for u in problem.memory] + [f.end for f in problem.fixed_memory],
-                          default=0)
-        delta = [0] * (horizon + 1)
+        self.profile = _Profile.build(problem, labels)
         for use in problem.memory:
             if use.start < use.end:
-                amounts = use.usage.tolist()
-                self.uses[use.node].append((use.start, use.end, amounts))
-                self.usage[use.node] = [x + y for x, y in zip(self.usage[use.node], amounts)]
-                delta[use.start] += amounts[labels[use.node]]
-                delta[use.end] -= amounts[labels[use.node]]
-        for fixed in problem.fixed_memory:
-            delta[fixed.start] += fixed.amount
-            delta[fixed.end] -= fixed.amount
-        self.load = []
-        running = 0
-        for step in delta[:horizon]:
-            running += step
-            self.load.append(running)
+                self.usage[use.node] = [x + int(y) for x, y in zip(self.usage[use.node], use.usage)]
         self.limit = problem.memory_limit
 
     def _local(self, node: int) -> int:
@@ -145,23 +196,21 @@ class _Walk:
         when the limit breaks."""
         if self.limit is None:
             return True
-        changes = []
+        profile, load = self.profile, self.profile.load
+        changed = []
         for node, previous in old.items():
-            label = self.labels[node]
-            for start, end, amounts in self.uses[node]:
-                change = amounts[label] - amounts[previous]
-                if change:
-                    changes.append((start, end, change))
-        load = self.load
-        for start, end, change in changes:
-            for t in range(start, end):
-                load[t] += change
-        if all(change < 0 or max(load[start:end]) <= self.limit
-               for start, end, change in changes):
+            dense = profile.dense[node]
+            if dense is None:
+                continue
+            lo, hi = profile.span[node]
+            change = dense[self.labels[node]] - dense[previous]
+            load[lo:hi] += change
+            changed.append((lo, hi, change))
+        if all(change.max(initial=0) <= 0 or load[lo:hi].max() <= self.limit
+               for lo, hi, change in changed):
             return True
-        for start, end, change in changes:
-            for t in range(start, end):
-                load[t] -= change
+        for lo, hi, change in changed:
+            load[lo:hi] -= change
         return False
 
     def run(self, moves: int, rng: random.Random, deadline: float | None
