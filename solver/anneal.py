@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.errors import ProblemError
 from solver.problem import FORBIDDEN, Problem, evaluate, memory_feasible
 
 #: The starting temperature, as a share of the start's cost (on contest core V,
@@ -46,9 +47,8 @@ def anneal(problem: Problem, labels: Sequence[int], moves: int, seed: int = 0,
     start = tuple(int(x) for x in labels)
     cost = evaluate(problem, start)
     if cost is None or not memory_feasible(problem, start):
-        raise ValueError("annealing needs a feasible start")
-    if (problem.ties or problem.num_nodes < 2 or moves <= 0
-            or _Profile.size(problem) > PROFILE_ENTRIES):
+        raise ProblemError("annealing needs a start that keeps every rule and the memory limit")
+    if problem.ties or problem.num_nodes < 2 or moves <= 0:
         return start, cost
     best, best_cost = list(start), cost
     for round_ in range(rounds):
@@ -61,59 +61,31 @@ def anneal(problem: Problem, labels: Sequence[int], moves: int, seed: int = 0,
     return tuple(best), best_cost
 
 
-#: Annealing is skipped when the per-node usage profiles (labels times the time
-#: intervals each node spans) would hold more entries than this.
-PROFILE_ENTRIES = 30_000_000
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class _Profile:
     """The load over the elementary time intervals of a problem, and per node its
-    usage per label over the intervals it spans (``dense[node][label]``, from
-    ``span[node][0]``; ``None`` for a node without uses)."""
+    uses as ``(first interval, end interval, usage per label)``."""
 
     load: np.ndarray
-    dense: list[np.ndarray | None]
-    span: list[tuple[int, int]]
-
-    @staticmethod
-    def size(problem: Problem) -> int:
-        """The entries :meth:`build` would allocate."""
-        times = _times(problem)
-        lo: dict[int, int] = {}
-        hi: dict[int, int] = {}
-        for use in problem.memory:
-            if use.start < use.end:
-                lo[use.node] = min(lo.get(use.node, use.start), use.start)
-                hi[use.node] = max(hi.get(use.node, use.end), use.end)
-        return sum(problem.label_count(node) * int(np.searchsorted(times, hi[node])
-                                                   - np.searchsorted(times, lo[node]))
-                   for node in lo)
+    uses: list[list[tuple[int, int, list[int]]]]
 
     @staticmethod
     def build(problem: Problem, labels: Sequence[int]) -> _Profile:
         times = _times(problem)
-        load = np.zeros(max(1, len(times)), np.int64)
-        by_node: dict[int, list] = {}
+        delta = np.zeros(len(times) + 1, np.int64)
+        uses: list[list[tuple[int, int, list[int]]]] = [[] for _ in range(problem.num_nodes)]
         for use in problem.memory:
             if use.start < use.end:
-                by_node.setdefault(use.node, []).append(
-                    (int(np.searchsorted(times, use.start)), int(np.searchsorted(times, use.end)),
-                     use.usage))
-        dense: list[np.ndarray | None] = [None] * problem.num_nodes
-        span = [(0, 0)] * problem.num_nodes
-        for node, uses in by_node.items():
-            lo, hi = min(u[0] for u in uses), max(u[1] for u in uses)
-            block = np.zeros((problem.label_count(node), hi - lo), np.int64)
-            for start, end, usage in uses:
-                block[:, start - lo:end - lo] += np.asarray(usage, np.int64)[:, None]
-            dense[node], span[node] = block, (lo, hi)
-            load[lo:hi] += block[labels[node]]
+                lo, hi = int(np.searchsorted(times, use.start)), int(np.searchsorted(times, use.end))
+                amounts = [int(x) for x in use.usage]
+                uses[use.node].append((lo, hi, amounts))
+                delta[lo] += amounts[labels[use.node]]
+                delta[hi] -= amounts[labels[use.node]]
         for fixed in problem.fixed_memory:
             if fixed.start < fixed.end:
-                load[np.searchsorted(times, fixed.start):np.searchsorted(times, fixed.end)] += \
-                    fixed.amount
-        return _Profile(load, dense, span)
+                delta[np.searchsorted(times, fixed.start)] += fixed.amount
+                delta[np.searchsorted(times, fixed.end)] -= fixed.amount
+        return _Profile(np.cumsum(delta[:-1]), uses)
 
 
 def _times(problem: Problem) -> np.ndarray:
@@ -196,18 +168,16 @@ class _Walk:
         when the limit breaks."""
         if self.limit is None:
             return True
-        profile, load = self.profile, self.profile.load
+        load = self.profile.load
         changed = []
         for node, previous in old.items():
-            dense = profile.dense[node]
-            if dense is None:
-                continue
-            lo, hi = profile.span[node]
-            change = dense[self.labels[node]] - dense[previous]
-            load[lo:hi] += change
-            changed.append((lo, hi, change))
-        if all(change.max(initial=0) <= 0 or load[lo:hi].max() <= self.limit
-               for lo, hi, change in changed):
+            label = self.labels[node]
+            for lo, hi, amounts in self.profile.uses[node]:
+                change = amounts[label] - amounts[previous]
+                if change:
+                    load[lo:hi] += change
+                    changed.append((lo, hi, change))
+        if all(change < 0 or load[lo:hi].max() <= self.limit for lo, hi, change in changed):
             return True
         for lo, hi, change in changed:
             load[lo:hi] -= change

@@ -11,6 +11,7 @@ from oracle import brute_force, cost_of, random_raw
 from test_reductions import build
 
 from solver.anneal import anneal
+from solver.errors import ProblemError
 
 
 def _feasible_start(raw) -> tuple[int, ...] | None:
@@ -55,7 +56,7 @@ def test_annealing_refuses_an_infeasible_start() -> None:
         bad = next((labels for labels in itertools.product(*(range(len(u)) for u in raw.unary))
                     if cost_of(raw, labels) is None), None)
         if bad is not None:
-            with pytest.raises(ValueError):
+            with pytest.raises(ProblemError):
                 anneal(build(raw), bad, moves=10)
             return
     pytest.fail("no infeasible labels among the random problems")
