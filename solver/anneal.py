@@ -30,8 +30,8 @@ import numpy as np
 from solver.errors import ProblemError
 from solver.problem import FORBIDDEN, Problem, evaluate, memory_feasible
 
-#: The starting temperature, as a share of the start's cost (on contest core V,
-#: 1e-2 reached 3.00e6 from 3.65e6 in 400k moves, 1e-3 3.13e6, 1e-4 3.56e6, 3e-2 3.44e6).
+#: The starting temperature, as a share of the start's cost (the best of the values
+#: tried on contest core V; BENCHMARKS.md, Solver core).
 TEMPERATURE = 1e-2
 
 
@@ -42,8 +42,8 @@ def anneal(problem: Problem, labels: Sequence[int], moves: int, seed: int = 0,
     reheated from the cheapest so far with the next seed; with its cost. ``labels``
     themselves when no cheaper answer was met. Problems with ties are returned unchanged.
 
-    (On contest core V, three walks of 400k moves reached 2.42e6 where one walk of
-    1.2M reached 3.06e6: a reheat from the best lets the walk leave its basin.)"""
+    A reheat from the best lets a walk leave its basin: on contest core V, three walks
+    did much better than one walk of as many moves (BENCHMARKS.md, Solver core)."""
     start = tuple(int(x) for x in labels)
     cost = evaluate(problem, start)
     if cost is None or not memory_feasible(problem, start):

@@ -51,7 +51,7 @@ MEMORY_DUAL_SECONDS = 5.0
 #: A memory-limited core of at most this many nodes (and no ties) modelled whole is
 #: first annealed (:mod:`solver.anneal`): ANNEAL_ROUNDS walks of this many moves per
 #: node (at most ANNEAL_MOVES each), within ANNEAL_SHARE of the time left. On contest
-#: core V (259 nodes) CP-SAT's reproducible search hardly moved from its hint
+#: core V CP-SAT's reproducible search hardly moved from its hint
 #: (BENCHMARKS.md).
 ANNEAL_NODES = 2000
 #: Smaller cores are left to CP-SAT alone: it proves them in well under a second.
