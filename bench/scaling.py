@@ -1,7 +1,7 @@
 """Where the time goes as models get deeper: layout assignment of generated deep models.
 
     python3 bench/scaling.py [--family llama] [--depths 12,24,48,96] [--targets cpu,gpu,tpu,ascend]
-                             [--time-limit 120] [--base COMMIT] [--json out.json]
+                             [--time-limit 120] [--base COMMIT[,COMMIT..]] [--json out.json]
 
 The modules come from :mod:`bench.programs.deep` (JAX, ``before_layout``: as they enter
 XLA:CPU's layout assignment), generated once and cached under ``bench/results/deep/``
@@ -10,9 +10,10 @@ the default options; the row has the wall clock of both, the status and costs, t
 resident memory of that process, and every phase time ``assign`` reports (phases that run in
 a thread overlap the others, so they need not add up to the wall clock).
 
-``--base COMMIT`` runs the same modules with an earlier commit too (checked out with ``git
-worktree`` into a temporary folder), alternately with the working tree, so both see the same
-machine load; the load average is printed with every row.
+``--base COMMIT[,COMMIT..]`` runs the same modules with earlier commits too (each checked out
+with ``git worktree`` into a temporary folder), alternately with the working tree, so all see
+the same machine load; the load average is printed with every row. ``--family`` also takes
+``gpt2`` (a GPT-2-style step, for measuring on a model not used while tuning).
 """
 
 from __future__ import annotations
@@ -75,18 +76,20 @@ def main() -> None:
     ap.add_argument("--depths", default="12,24,48,96")
     ap.add_argument("--targets", default="cpu,gpu,tpu,ascend")
     ap.add_argument("--time-limit", type=float, default=120.0)
-    ap.add_argument("--base", default="", help="an earlier commit to run alternately")
+    ap.add_argument("--base", default="", help="earlier commits to run alternately (a,b)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     modules = {int(d): cached_hlo(args.family, int(d), CACHE) for d in args.depths.split(",")}
     rows = []
+    bases = [b for b in args.base.split(",") if b]
     with tempfile.TemporaryDirectory() as tmp:
-        trees = [("new", REPO)]
-        if args.base:
-            base = Path(tmp) / "base"
-            subprocess.run(["git", "worktree", "add", "--detach", str(base), args.base],
+        trees = []
+        for commit in bases:
+            tree = Path(tmp) / commit
+            subprocess.run(["git", "worktree", "add", "--detach", str(tree), commit],
                            cwd=REPO, check=True, capture_output=True)
-            trees.insert(0, ("base", base))
+            trees.append((commit, tree))
+        trees.append(("new", REPO))
         try:
             print("depth | target | tree | instructions | parse_s | end_to_end_s | status | cost | "
                   "lower_bound | peak_mb | load | phases (s)", flush=True)
@@ -101,8 +104,8 @@ def main() -> None:
                               f"{row['cost']} | {row['lower_bound']} | {row['peak_mb']} | "
                               f"{row['load']} | {_phases(row['timings_ms'])}", flush=True)
         finally:
-            if args.base:
-                subprocess.run(["git", "worktree", "remove", "--force", str(Path(tmp) / "base")],
+            for commit in bases:
+                subprocess.run(["git", "worktree", "remove", "--force", str(Path(tmp) / commit)],
                                cwd=REPO, check=False, capture_output=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -6,9 +6,12 @@ problems depend on the graph's structure and the shapes' ratios, not their size)
 what the caller asks:
 
 - :func:`llama_train_step`: a decoder-only transformer training step (RMSNorm, rotary
-  embeddings, grouped-query attention, SwiGLU), the layers unrolled by a Python loop;
+  embeddings, grouped-query attention, SwiGLU), the layers unrolled by a Python loop,
+  rematerialized, clipped AdamW;
 - :func:`resnet_train_step`: a deep ResNet training step (NHWC convolutions, bottleneck-free
   basic blocks, batch statistics normalization);
+- :func:`gpt2_train_step`: a GPT-2-style training step (LayerNorm, GELU, multi-head
+  attention, learned positions), kept for measuring on a model not used while tuning;
 - :func:`scan_train_step`: the transformer layer of the first builder under ``lax.scan`` over
   stacked weights (one loop body, however deep).
 
@@ -124,22 +127,55 @@ def _sgd_step(jax, loss):
     return step
 
 
+def _adamw_step(jax, loss, b1=0.9, b2=0.95, eps=1e-8, decay=0.1, clip=1.0):
+    """A training step as large models are trained: gradients clipped to a global norm,
+    then AdamW (bias-corrected moments, decoupled weight decay, a warmup learning rate);
+    the state is ``(params, m, v, step)``."""
+    import jax.numpy as jnp
+    tree = jax.tree_util
+
+    def step(state, *data):
+        params, m, v, count = state
+        value, grads = jax.value_and_grad(loss)(params, *data)
+        norm = jnp.sqrt(sum(jnp.sum(g * g) for g in tree.tree_leaves(grads)))
+        scale = jnp.minimum(1.0, clip / (norm + 1e-6))
+        grads = tree.tree_map(lambda g: g * scale, grads)
+        count = count + 1
+        t = count.astype(jnp.float32)
+        lr = 3e-4 * jnp.minimum(1.0, t / 100.0)
+        m = tree.tree_map(lambda a, g: b1 * a + (1 - b1) * g, m, grads)
+        v = tree.tree_map(lambda a, g: b2 * a + (1 - b2) * g * g, v, grads)
+
+        def update(p, a, b):
+            a_hat = a / (1 - b1 ** t)
+            b_hat = b / (1 - b2 ** t)
+            return p - lr * (a_hat / (jnp.sqrt(b_hat) + eps) + decay * p)
+        return value, (tree.tree_map(update, params, m, v), m, v, count)
+    return step
+
+
 def llama_train_step(layers: int, shape: LlamaShape | None = None):
-    """A Llama-style training step with ``layers`` decoder layers unrolled."""
+    """A Llama-style training step with ``layers`` decoder layers unrolled, as large models
+    are trained: each layer rematerialized in the backward pass (``jax.checkpoint``), the
+    gradients clipped to a global norm, then AdamW (:func:`_adamw_step`). At 48 layers it
+    has about 30,000 instructions as it enters layout assignment."""
     import jax
     import jax.numpy as jnp
     shape = LlamaShape(layers=layers) if shape is None else shape
+    layer = jax.checkpoint(lambda x, w, cos, sin: _llama_layer(jnp, x, w, shape, cos, sin))
 
     def run_layers(x, weights, cos, sin):
         for w in weights:
-            x = _llama_layer(jnp, x, w, shape, cos, sin)
+            x = layer(x, w, cos, sin)
         return x
 
     def loss(params, tokens):
         return _llama_loss(jnp, params, tokens, shape, run_layers)
 
+    params = _llama_params(jnp, shape, None)
     tokens = _spec((shape.batch, shape.sequence + 1), jnp.int32)
-    return _sgd_step(jax, loss), (_llama_params(jnp, shape, None), tokens)
+    state = (params, params, params, _spec((), jnp.int32))
+    return _adamw_step(jax, loss), (state, tokens)
 
 
 def scan_train_step(layers: int, shape: LlamaShape | None = None):
@@ -158,6 +194,56 @@ def scan_train_step(layers: int, shape: LlamaShape | None = None):
 
     tokens = _spec((shape.batch, shape.sequence + 1), jnp.int32)
     return _sgd_step(jax, loss), (_llama_params(jnp, shape, layers), tokens)
+
+
+def gpt2_train_step(layers: int, width: int = 128, heads: int = 8, vocab: int = 256,
+                    batch: int = 2, sequence: int = 64):
+    """A GPT-2-style training step, another architecture than :func:`llama_train_step`:
+    learned position embeddings, pre-LayerNorm with bias, multi-head attention (as many
+    key/value heads as query heads, fused QKV projection), a GELU MLP of 4x width, biases on
+    every projection, the layers unrolled; the same clipped AdamW step."""
+    import jax
+    import jax.numpy as jnp
+    hd = width // heads
+
+    def layer_norm(x, g, b):
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + 1e-5) * g + b
+
+    def block(x, w):
+        h = layer_norm(x, w["ln1_g"], w["ln1_b"])
+        qkv = (h @ w["w_qkv"] + w["b_qkv"]).reshape(batch, sequence, 3, heads, hd)
+        q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+        scores = q @ k.transpose(0, 1, 3, 2) / jnp.sqrt(float(hd))
+        mask = jnp.tril(jnp.ones((sequence, sequence), bool))
+        probs = jax.nn.softmax(jnp.where(mask, scores, -1e9), axis=-1)
+        att = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, sequence, width)
+        x = x + att @ w["w_proj"] + w["b_proj"]
+        h = layer_norm(x, w["ln2_g"], w["ln2_b"])
+        h = jax.nn.gelu(h @ w["w_fc"] + w["b_fc"], approximate=True)
+        return x + h @ w["w_out"] + w["b_out"]
+
+    def loss(params, tokens):
+        x = params["wte"][tokens[:, :-1]] + params["wpe"][None, :, :]
+        for w in params["layers"]:
+            x = block(x, w)
+        x = layer_norm(x, params["lnf_g"], params["lnf_b"])
+        logp = jax.nn.log_softmax(x @ params["wte"].T, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1))
+
+    def full(*dims):
+        return _spec(dims, jnp.float32)
+
+    one = {"ln1_g": full(width), "ln1_b": full(width), "w_qkv": full(width, 3 * width),
+           "b_qkv": full(3 * width), "w_proj": full(width, width), "b_proj": full(width),
+           "ln2_g": full(width), "ln2_b": full(width), "w_fc": full(width, 4 * width),
+           "b_fc": full(4 * width), "w_out": full(4 * width, width), "b_out": full(width)}
+    params = {"wte": full(vocab, width), "wpe": full(sequence, width), "lnf_g": full(width),
+              "lnf_b": full(width), "layers": [dict(one) for _ in range(layers)]}
+    tokens = _spec((batch, sequence + 1), jnp.int32)
+    state = (params, params, params, _spec((), jnp.int32))
+    return _adamw_step(jax, loss), (state, tokens)
 
 
 def resnet_train_step(blocks: int, width: int = 32, batch: int = 4, image: int = 16,
@@ -198,8 +284,12 @@ def resnet_train_step(blocks: int, width: int = 32, batch: int = 4, image: int =
 
 
 #: Builders by family name: ``(depth) -> (f, args)``.
-FAMILIES = {"llama": llama_train_step, "resnet": resnet_train_step, "scan": scan_train_step}
+FAMILIES = {"llama": llama_train_step, "resnet": resnet_train_step, "scan": scan_train_step,
+            "gpt2": gpt2_train_step}
 
+
+#: Part of the cached files' names: raised whenever a builder changes what it generates.
+GENERATION = 2
 
 #: The stages :func:`hlo_text` produces: ``pre`` as JAX lowers it, ``before_layout`` as it
 #: enters XLA:CPU's ``layout-assignment`` pass (XLA's own dump, taken in a subprocess).
@@ -236,7 +326,7 @@ def hlo_text(family: str, depth: int, stage: str = "pre") -> str:
 
 def cached_hlo(family: str, depth: int, folder: Path, stage: str = "before_layout") -> Path:
     """The path of ``family`` at ``depth`` and ``stage`` under ``folder``, made on first use."""
-    path = folder / f"{family}_{depth}.{stage}.hlo"
+    path = folder / f"{family}-v{GENERATION}_{depth}.{stage}.hlo"
     if not path.exists():
         folder.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

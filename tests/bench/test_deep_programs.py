@@ -40,6 +40,9 @@ def test_builders_lower_and_parse(family: str) -> None:
         per_layer = (_count(deep, kind) - _count(shallow, kind)) / 2
         assert per_layer >= (6 if family == "resnet" else 9)
         assert _count(deep, kind) == _count(shallow, kind) + 2 * per_layer
+    if family in ("llama", "gpt2"):
+        # AdamW: one square root per weight of every layer (at least 9 weights a layer).
+        assert _count(deep, "sqrt") - _count(shallow, "sqrt") >= 2 * 9
 
 
 def test_before_layout_stage_is_xla_dump() -> None:
