@@ -1,0 +1,207 @@
+"""Solve a problem component by component, conditioning on hubs where CP-SAT is slow.
+
+``solve_in_parts(problem, options)``: the exact reductions, then each connected
+component of the reduced problem on its own (they share nothing, so their optima
+add up):
+
+0. the heuristic's answer, when it meets the trivial bound (a component that can cost
+   nothing, of which deep models have many);
+1. CP-SAT on the component within a small *deterministic* budget
+   (:data:`FIRST_TRY`, CP-SAT's own work units: the same answer on every machine);
+   most components are proven here in milliseconds;
+2. else, when it has a small separator, exact dynamic programming over the
+   separator's states (:mod:`solver.conditioning`): the pieces left are solved like
+   components, identical pieces once;
+3. else CP-SAT with a share of the time left (its best answer and bound).
+
+The answer is OPTIMAL when every component's is. On a deep model's relaxed layout
+problem (48 layers) the one hard component, all layers' rotary tables hanging on a
+few broadcast values, took CP-SAT minutes to prove; conditioned, seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+
+from solver.conditioning import Split, components, find_split, solve_split
+from solver.laps import Laps
+from solver.options import SolveOptions
+from solver.heuristics import heuristic
+from solver.problem import (
+    FORBIDDEN, Problem, Solution, Status, evaluate, make_problem, trivial_bound,
+)
+from solver.reductions import reduce_problem
+from solver.solve import solve
+
+__all__ = ["solve_in_parts"]
+
+#: CP-SAT's deterministic budget (its work units) for the first try on a component.
+FIRST_TRY = 0.5
+#: A separator whose pieces each see at most this many of its states is tried before
+#: CP-SAT (identical pieces make it a few dozen small solves); a wider one after it.
+NARROW_BOUNDARY = 64
+#: A piece is solved with at most this many seconds (it has at most a few dozen nodes).
+PIECE_SECONDS = 5.0
+
+
+@dataclasses.dataclass(slots=True)
+class _Found:
+    labels: dict[int, int]
+    cost: int
+    bound: int
+    proven: bool
+
+
+def solve_in_parts(problem: Problem, options: SolveOptions = SolveOptions(), *,
+                   quick: bool = False) -> Solution:
+    """Solve ``problem`` (no memory rows) within ``options.time_limit`` seconds, component
+    by component (see the module docstring). ``quick``: a component that neither the first
+    try nor a separator settles keeps the first try's answer and bound (step 3 is skipped),
+    for a caller with another way to spend the time."""
+    if problem.memory or problem.fixed_memory:
+        return solve(problem, options)
+    laps = Laps()
+    deadline = laps.began + options.time_limit
+    reduction = reduce_problem(problem, options.passes, laps.began + 0.3 * options.time_limit)
+    laps.lap("reduce")
+    core = reduction.problem
+    if core is None:
+        return Solution(Status.INFEASIBLE, timings_ms=laps.timings(),
+                        message=reduction.infeasible or "")
+    parts = components(core)
+    sizes = [len(p) for p in parts]
+    labels = [0] * core.num_nodes
+    cost = bound = 0
+    proven = True
+    for i, nodes in enumerate(parts):
+        share = 0.0 if quick else sizes[i] / max(1, sum(sizes[i:]))
+        try:
+            found = _component(core, nodes, options, deadline, share)
+        except _Unanswered as err:
+            return Solution(Status.UNKNOWN, timings_ms=laps.timings(),
+                            message=f"no answer found in time: {err}")
+        if found is None:
+            return Solution(Status.INFEASIBLE, timings_ms=laps.timings(),
+                            message="no assignment meets the hard rules")
+        for node, label in found.labels.items():
+            labels[node] = label
+        cost += found.cost
+        bound += found.bound
+        proven = proven and found.proven
+    laps.lap("components")
+    full = reduction.postsolve.restore(tuple(labels))
+    total = evaluate(problem, full)
+    if total is None or total != cost + reduction.offset:
+        return solve(problem, dataclasses.replace(
+            options, time_limit=max(0.05, deadline - time.perf_counter())))
+    laps.lap("postsolve")
+    lower = total if proven else min(total, bound + reduction.offset)
+    return Solution(Status.OPTIMAL if proven else Status.FEASIBLE, labels=full, objective=total,
+                    lower_bound=lower, memory_feasible=True, peak_memory=0,
+                    timings_ms=laps.timings())
+
+
+def _subproblem(core: Problem, nodes: tuple[int, ...]) -> Problem:
+    index = {n: i for i, n in enumerate(nodes)}
+    return make_problem([core.unary[n] for n in nodes],
+                        [(index[e.u], index[e.v], e.costs) for e in core.edges if e.u in index])
+
+
+def _component(core: Problem, nodes: tuple[int, ...], options: SolveOptions,
+               deadline: float, share: float) -> _Found | None:
+    """The component's answer (labels by core node), or ``None`` if it is infeasible."""
+    if len(nodes) == 1:
+        # A node alone (reductions cut short leave them): its cheapest label.
+        costs = core.unary[nodes[0]]
+        best = int(np.argmin(costs))
+        if costs[best] >= FORBIDDEN:
+            return None
+        return _Found({nodes[0]: best}, int(costs[best]), int(costs[best]), True)
+    sub = _subproblem(core, nodes)
+    # The heuristic's answer, proven when it meets the trivial bound (components that
+    # cost nothing); past the deadline, taken as it is.
+    late = _late(sub, nodes)
+    if late is not None and (late.proven or time.perf_counter() >= deadline):
+        return late
+    split = find_split(sub, tuple(range(len(nodes))))
+    narrow = split is not None and max(
+        math.prod(len(sub.unary[split.separator[i]]) for i in b) for b in split.boundaries
+    ) <= NARROW_BOUNDARY
+    if narrow:
+        found = _conditioned(sub, nodes, split, options, deadline)
+        if found is not None:
+            return found
+    first = solve(sub, dataclasses.replace(options, time_limit=max(
+        0.05, deadline - time.perf_counter()), deterministic_time=FIRST_TRY,
+        heuristic_time=min(options.heuristic_time, 0.1)))
+    if first.status in (Status.OPTIMAL, Status.INFEASIBLE):
+        return _found(nodes, first)
+    if split is not None and not narrow:
+        found = _conditioned(sub, nodes, split, options, deadline)
+        if found is not None:
+            return found
+    if share == 0.0 and first.labels is not None:
+        return _found(nodes, first)
+    left = max(0.05, (deadline - time.perf_counter()) * share)
+    return _found(nodes, solve(sub, dataclasses.replace(options, time_limit=left)))
+
+
+def _late(sub: Problem, nodes: tuple[int, ...]) -> _Found | None:
+    """The heuristic's answer (one round) with the trivial bound, or ``None`` when it breaks
+    a hard rule."""
+    labels = heuristic(sub, 0.0, rounds=1).labels
+    cost = evaluate(sub, labels)
+    if cost is None:
+        return None
+    return _Found(dict(zip(nodes, (int(x) for x in labels))), cost, trivial_bound(sub),
+                  cost <= trivial_bound(sub))
+
+
+def _conditioned(sub: Problem, nodes: tuple[int, ...], split: Split, options: SolveOptions,
+                 deadline: float) -> _Found | None:
+    """The component solved over its separator's states; ``None`` when a piece was not
+    proven optimal before ``deadline``."""
+    piece_options = dataclasses.replace(options, time_limit=PIECE_SECONDS, num_workers=1,
+                                        heuristic_time=0.05, deterministic_time=None)
+
+    def piece(problem: Problem) -> tuple[tuple[int, ...], int] | None:
+        if time.perf_counter() > deadline:
+            return None
+        return _piece(problem, dataclasses.replace(piece_options, time_limit=min(
+            PIECE_SECONDS, max(0.05, deadline - time.perf_counter()))))
+
+    solved = solve_split(sub, split, piece)
+    if solved is None:
+        return None
+    answer, value = solved
+    return _Found({nodes[i]: a for i, a in answer.items()}, value, value, True)
+
+
+class _Unanswered(Exception):
+    """A component's solve found no answer in time."""
+
+
+def _found(nodes: tuple[int, ...], solution: Solution) -> _Found | None:
+    if solution.labels is None or solution.objective is None:
+        if solution.status == Status.INFEASIBLE:
+            return None
+        raise _Unanswered(solution.message)
+    bound = solution.lower_bound if solution.lower_bound is not None else 0
+    return _Found(dict(zip(nodes, solution.labels)), solution.objective, bound,
+                  solution.status == Status.OPTIMAL)
+
+
+def _piece(piece: Problem, options: SolveOptions) -> tuple[tuple[int, ...], int] | None:
+    """A piece's proven optimum; ``FORBIDDEN`` cost when it is infeasible; ``None`` when
+    not proven in time."""
+    solution = solve(piece, options)
+    if solution.status == Status.OPTIMAL:
+        assert solution.labels is not None and solution.objective is not None
+        return solution.labels, solution.objective
+    if solution.status == Status.INFEASIBLE:
+        return tuple(0 for _ in range(piece.num_nodes)), FORBIDDEN
+    return None
