@@ -1,13 +1,14 @@
 """Layout assignment end to end: ``assign(module, target, options)`` and ``score(module, target)``.
 
 ``assign``: layout graph -> candidates -> labeling problem -> baselines
-(all-default, greedy) -> CP-SAT (through :func:`solver.solve.solve`) on the
-per-use model -> local search on the *true* cost (the rewritten module scored,
-where one copy serves every use of a value in a layout; see :mod:`.compile` and
-:mod:`.shared_copies`) from the best answer so far -> CP-SAT on the exact
-shared-copy problem (:mod:`.exact`; reduced and modelled in a thread during the
-per-use solve), started from that answer -> if not proven, the relaxed problem
-for a bound -> the best answer by true cost -> rewrite -> verify.
+(all-default, greedy) -> the relaxed problem (copies charged in shares to the uses
+that can share them: a lower bound on the true cost) and the per-use model (a copy
+per use), each solved component by component (:func:`solver.parts.solve_in_parts`:
+CP-SAT, or exact dynamic programming over a few hub nodes) -> local search on the *true* cost (the
+rewritten module scored, where one copy serves every use of a value in a layout;
+see :mod:`.compile` and :mod:`.shared_copies`) from the best answer so far ->
+CP-SAT on the exact shared-copy problem (:mod:`.exact`), one model, started from
+that answer -> the best answer by true cost -> rewrite -> verify.
 ``status`` is ``OPTIMAL`` only when that true cost equals the bound: every
 claim is about the true cost, over the candidate layouts considered.
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from hlo.ir import Module, ProgramShape
@@ -47,6 +47,7 @@ from solver.layout_assignment.options import AssignOptions, EntryLayout
 from solver.layout_assignment.plan import InsertedCopy, plan_for
 from solver.layout_assignment.shared_copies import improve, true_cost
 from solver.options import SolveOptions
+from solver.parts import solve_in_parts
 from solver.problem import Problem, Solution, Status
 from solver.progress import ProgressCallback, Tracker
 from solver.problem import evaluate as evaluate_labels
@@ -102,10 +103,11 @@ class AssignResult:
     #: The laid-out module before normalization (``module`` when no pass ran).
     assigned: Module | None = None
     #: The per-use labeling model's own result: its solve status and proven bound
-    #: (on the model's cost, not the true one).
+    #: (on the model's cost, not the true one); empty when the time limit left no time.
     model_status: str = ""
     model_lower_bound: int | None = None
-    #: Status of the solve of the relaxed problem that gives ``lower_bound``.
+    #: Status of the solves that give ``lower_bound`` (the exact one, and the relaxed one
+    #: where the exact one is not proven).
     bound_status: str = ""
     local_search_moves: int = 0
     #: Wall-clock milliseconds of the whole call (the timings overlap: a thread
@@ -152,8 +154,7 @@ WHOLE_MODEL_LABELS = 400_000
 #: most a quarter of the limit).
 FINISH_S = 0.1
 FINISH_S_PER_INSTRUCTION = 1e-4
-#: Optional steps (the relaxed bound, the last local search) start only with this much
-#: time left.
+#: The optional last local search starts only with this much time left.
 OPTIONAL_STEP_S = 0.2
 
 
@@ -208,13 +209,23 @@ class Runs:
         estimate = self.estimated()
         return sorted(self.labels, key=lambda k: (estimate[k], _ORDER.index(k)))
 
-    def improve_cheapest(self) -> tuple[tuple[int, ...], int]:
-        """Local search on the true cost from the cheapest run; an improvement is added
-        as run ``local-search``. Returns its answer and the number of moves."""
-        improved, moves = improve(self.compiled, self.labels[self.by_estimate()[0]])
+    def improve_cheapest(self, starts: int = 1) -> tuple[tuple[int, ...], int]:
+        """Local search on the true cost from each of the ``starts`` cheapest runs; the
+        best improvement is added as run ``local-search``. Returns the best answer and the
+        number of moves that led to it. (A cheaper start can end worse: on deep models the
+        per-use model's optimum is cheaper in truth than the relaxed problem's, and the
+        search from it stops above the true optimum that it reaches from the other.)"""
+        best: tuple[tuple[int, ...], int, int] | None = None
+        for name in self.by_estimate()[:starts]:
+            improved, moves = improve(self.compiled, self.labels[name])
+            cost = true_cost(self.compiled, improved) if moves else self.estimated()[name]
+            if best is None or cost < best[2]:
+                best = (improved, moves, cost)
+        assert best is not None
+        improved, moves, cost = best
         if moves:
             self.labels["local-search"] = improved
-            self.estimate["local-search"] = true_cost(self.compiled, improved)
+            self.estimate["local-search"] = cost
         return improved, moves
 
 
@@ -269,12 +280,22 @@ def assign(module: Module, target: str | Target, options: AssignOptions = Assign
     tracker.enter("baselines")
     runs = _baselines(compiled, laps)
     tracker.heard(best=min(runs.estimated().values()))
-    tracker.enter("per-use model")
-    solution, exact, improved, moves = _solve_per_use(compiled, options, budget, runs, laps)
+    tracker.enter("relaxed problem")
+    relaxed, per_use, improved, moves = _solve_seeds(compiled, options, budget, runs, laps,
+                                                     tracker)
     tracker.heard(best=min(runs.estimated().values()))
-    tracker.enter("exact problem")
-    lower, bound_status = _solve_exact(compiled, options, budget, exact, improved, runs, laps,
-                                       tracker)
+    if budget.left() > OPTIONAL_STEP_S:
+        tracker.enter("exact problem")
+        exact = _prepare_exact(compiled, _solve_options(options, budget.share(1.0)))
+        laps.lap("exact_prepare")
+        laps.add((("exact_state", exact.stated_ms),))
+        lower, bound_status = _solve_exact(compiled, options, budget, exact, improved,
+                                           relaxed, runs, laps, tracker)
+    else:
+        # No time left to state the exact problem: the relaxed problem's bound.
+        lower = (relaxed.lower_bound if relaxed.lower_bound is not None
+                 else trivial_bound(compiled.relaxed))
+        bound_status = f"exact not solved (time limit), relaxed {relaxed.status.value}"
     if min(runs.estimated().values()) > lower and budget.left() > OPTIONAL_STEP_S:
         tracker.enter("local search")
         moves += runs.improve_cheapest()[1]
@@ -300,7 +321,8 @@ def assign(module: Module, target: str | Target, options: AssignOptions = Assign
         lower_bound=lower,
         baselines={k: rewritten.true_costs[k] for k in ("default", "greedy")},
         baselines_model=dict(runs.model_cost),
-        model_status=solution.status.value, model_lower_bound=solution.lower_bound,
+        model_status="" if per_use is None else per_use.status.value,
+        model_lower_bound=None if per_use is None else per_use.lower_bound,
         bound_status=bound_status, local_search_moves=moves,
         score=rewritten.score, layouts=_layouts(normalized), inserted=rewritten.inserted,
         entry_layouts=_entry_layouts(module, normalized, options),
@@ -350,42 +372,51 @@ def _baselines(compiled: Compiled, laps: Laps) -> Runs:
     return runs
 
 
-def _solve_per_use(compiled: Compiled, options: AssignOptions, budget: Budget, runs: Runs,
-                   laps: Laps) -> tuple[Solution, ExactStart, tuple[int, ...], int]:
-    """CP-SAT on the per-use model, then local search on the true cost from the best
-    answer so far; meanwhile the exact problem is prepared in a thread.
+def _solve_seeds(compiled: Compiled, options: AssignOptions, budget: Budget, runs: Runs,
+                 laps: Laps, tracker: Tracker
+                 ) -> tuple[Solution, Solution | None, tuple[int, ...], int]:
+    """The relaxed problem and the per-use model, each solved component by component
+    (:func:`solver.parts.solve_in_parts`), then local search on the true cost from the
+    best answer so far: the exact solve's start.
 
-    The exact problem's reductions and model need no start, so they are made while
-    CP-SAT (which releases the GIL) solves the per-use model; that model is prepared
-    first, as its Python work would otherwise compete with the thread's for the GIL.
-    Returns the per-use solution, the prepared exact problem, the improved answer (the
-    exact solve's start: its heuristic alone starts far worse on large modules) and
-    the local search's moves."""
-    per_use = _solve_options(options, budget.share(0.4))
-    per_use_prepared = prepare(compiled.problem, per_use)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        ahead = pool.submit(_prepare_exact, compiled, _solve_options(options, budget.share(1.0)))
-        solution = solve(compiled.problem, per_use, prepared=per_use_prepared)
+    The relaxed problem charges each copy's share to the uses that can share it, so its
+    optimum is a lower bound on the true cost; the per-use model charges every use its
+    own copy. Which of the two optima starts the exact solve better depends on the
+    module, and the start decides the exact solve's time: on deep models the relaxed one
+    (improved by the local search, the exact optimum itself, where CP-SAT took 20 s from
+    the per-use one); on flax_resnet_train/cpu the per-use one (the exact optimum; 17 s
+    from the relaxed one). Both are solved, the relaxed one only as far as its first tries
+    and separators go, the per-use one only when time is left. Returns both solutions (the
+    per-use one ``None`` when not solved), the improved answer and the local search's
+    moves."""
+    relaxed = solve_in_parts(compiled.relaxed, _solve_options(options, budget.share(0.25)),
+                             quick=True)
+    laps.lap("relaxed")
+    laps.add(relaxed.timings_ms, "relaxed.")
+    if relaxed.labels is None:
+        raise AssignmentError(f"no layout assignment meets the hard rules: {relaxed.message}")
+    runs.add("bound", relaxed.labels, evaluate_labels(compiled.problem, relaxed.labels))
+    tracker.heard(best=min(runs.estimated().values()), bound=relaxed.lower_bound)
+    per_use = None
+    if budget.left() > OPTIONAL_STEP_S:
+        tracker.enter("per-use model")
+        per_use = solve_in_parts(compiled.problem, _solve_options(options, budget.share(0.4)))
         laps.lap("solve")
-        laps.add(solution.timings_ms, "solve.")
-        if solution.labels is None:
-            raise AssignmentError(f"no layout assignment meets the hard rules: {solution.message}")
-        runs.add("cp-sat", solution.labels, solution.objective)
-        improved, moves = runs.improve_cheapest()
-        laps.lap("local_search")
-        exact = ahead.result()
-    laps.lap("exact_wait")
-    laps.add((("exact_build", exact.stated_ms),))
-    return solution, exact, improved, moves
+        laps.add(per_use.timings_ms, "solve.")
+        if per_use.labels is not None:
+            runs.add("cp-sat", per_use.labels, per_use.objective)
+    improved, moves = runs.improve_cheapest(starts=2)
+    laps.lap("local_search")
+    return relaxed, per_use, improved, moves
 
 
 def _solve_exact(compiled: Compiled, options: AssignOptions, budget: Budget,
-                 exact: ExactStart, start: tuple[int, ...], runs: Runs, laps: Laps,
-                 tracker: Tracker) -> tuple[int, str]:
-    """CP-SAT on the exact shared-copy problem from ``start``; when it does not prove
-    its answer and time is left, the relaxed problem for a bound. Returns the best lower
-    bound on the true cost and the statuses of the solves that gave it."""
-    solution = solve(exact.problem, _solve_options(options, budget.share(0.75)),
+                 exact: ExactStart, start: tuple[int, ...], relaxed: Solution, runs: Runs,
+                 laps: Laps, tracker: Tracker) -> tuple[int, str]:
+    """CP-SAT on the exact shared-copy problem from ``start``. Returns the best lower bound
+    on the true cost (the exact solve's, or the relaxed problem's) and the statuses of the
+    solves that gave it."""
+    solution = solve(exact.problem, _solve_options(options, budget.share(1.0)),
                      hint=exact_labels(exact.problem, start), prepared=exact.prepared,
                      report=tracker.heard)
     laps.lap("exact")
@@ -394,21 +425,11 @@ def _solve_exact(compiled: Compiled, options: AssignOptions, budget: Budget,
               else trivial_bound(exact.problem)]
     if solution.labels is not None:
         runs.add("exact", tuple(solution.labels[:compiled.problem.num_nodes]))
-    bound_status = solution.status.value
-    if solution.status != Status.OPTIMAL and budget.left() <= OPTIONAL_STEP_S:
-        bound_status = f"exact {bound_status}, relaxed not solved (time limit)"
-    elif solution.status != Status.OPTIMAL:
-        tracker.enter("relaxed bound")
-        relaxed = solve(compiled.relaxed, _solve_options(options, budget.share(1.0)),
-                        report=lambda _, bound: tracker.heard(bound=bound))
-        laps.lap("bound")
-        laps.add(relaxed.timings_ms, "bound.")
-        bounds.append(relaxed.lower_bound if relaxed.lower_bound is not None
-                      else trivial_bound(compiled.relaxed))
-        if relaxed.labels is not None:
-            runs.add("bound", relaxed.labels)
-        bound_status = f"exact {bound_status}, relaxed {relaxed.status.value}"
-    return max(bounds), bound_status
+    if solution.status == Status.OPTIMAL:
+        return max(bounds), solution.status.value
+    bounds.append(relaxed.lower_bound if relaxed.lower_bound is not None
+                  else trivial_bound(compiled.relaxed))
+    return max(bounds), f"exact {solution.status.value}, relaxed {relaxed.status.value}"
 
 
 def _rewrite_cheapest(module: Module, compiled: Compiled, cm: CostModel, runs: Runs,

@@ -73,9 +73,8 @@ class NormalizePass(str, enum.Enum):
 class AssignOptions:
     """How to assign layouts.
 
-    ``time_limit_s``: seconds for all solves together (the per-use model, then the exact
-    shared-copy problem, then, when that one is not proven, the relaxed bound), each taking
-    a share of what is left; over HTTP, left out, the server's ``default_time_limit_s``, and
+    ``time_limit_s``: seconds for all solves together (the relaxed problem and the per-use
+    model, then the exact shared-copy problem), each taking a share of what is left; over HTTP, left out, the server's ``default_time_limit_s``, and
     always capped by its ``max_time_limit_s``.
     ``entry_layout``: see :class:`EntryLayout`.
     ``normalize``: the normalization passes run on the result, in order; ``None`` runs what

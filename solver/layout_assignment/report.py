@@ -16,9 +16,10 @@ what it charges the returned labeling; ``lower_bound`` and ``status``: its
 solve, a proof about the model only), and ``model_objective`` is
 ``model.objective``. ``objective <= model_objective``; they differ where one
 inserted copy serves several uses (and in loops, where a copy's padding write
-is charged once). ``chosen_by`` names the answer returned: ``cp-sat`` (the
-model's optimum), ``bound`` (the relaxed problem's labels), ``local-search``
-(single-node moves on the true cost), ``greedy`` or ``default``.
+is charged once). ``chosen_by`` names the answer returned: ``exact`` (the exact
+shared-copy problem's CP-SAT answer), ``cp-sat`` (the per-use model's optimum),
+``bound`` (the relaxed problem's labels),
+``local-search`` (single-node moves on the true cost), ``greedy`` or ``default``.
 """
 
 from __future__ import annotations

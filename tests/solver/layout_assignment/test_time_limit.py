@@ -11,7 +11,7 @@ from solver.layout_assignment.options import AssignOptions
 from solver.layout_assignment.report import summary, to_json
 from solver.progress import Progress
 
-SOLVE_STAGES = ("solve", "exact", "bound")
+SOLVE_STAGES = ("relaxed", "solve", "exact")
 
 
 def test_all_solves_together_stay_within_the_time_limit() -> None:
@@ -30,15 +30,19 @@ def test_all_solves_together_stay_within_the_time_limit() -> None:
 
 def test_time_limit_bounds_the_wall_clock_of_the_whole_assignment() -> None:
     # gpt_train_4l on tpu is not proven in 1 s: the solves share what the graph and the
-    # candidates left, a reserve is kept for the rewrite, and the relaxed bound is skipped.
+    # candidates left, a reserve is kept for the rewrite, and the steps that need time
+    # (the per-use model, the exact problem) are skipped when none is left; the bound is the
+    # relaxed problem's (solved first, in parts, as far as its share allows).
     # Before the limit covered the whole call, this took 4-6 s here.
     module = parse_file(shared_path("corpus", "gpt_train_4l.before_layout.hlo.gz"))
     limit = 1.0
     began = time.perf_counter()
     result = assign(module, "tpu", AssignOptions(time_limit_s=limit))
     wall = time.perf_counter() - began
-    assert result.status == "FEASIBLE" and "bound" not in result.timings_ms
-    assert result.bound_status == "exact FEASIBLE, relaxed not solved (time limit)"
+    assert result.status == "FEASIBLE"
+    # No time is left to state the exact problem (or, on a fast machine, to prove it).
+    assert result.bound_status.startswith(("exact not solved (time limit), relaxed ",
+                                           "exact FEASIBLE, relaxed "))
     assert result.lower_bound is not None and result.lower_bound < result.objective
     # Graph, candidates and stating the exact problem cannot be cut short (about 1.5 s here
     # on a quiet machine, 8.7 s under the full suite on a shared one): a generous bound.
@@ -54,11 +58,12 @@ def test_progress_events_come_in_order_with_sane_values() -> None:
     events: list[Progress] = []
     result = assign(module, "tpu", AssignOptions(time_limit_s=20.0), progress=events.append)
     phases = [e.phase for e in events]
-    order = ["candidates", "baselines", "per-use model", "exact problem", "relaxed bound",
+    order = ["candidates", "baselines", "relaxed problem", "per-use model", "exact problem",
              "local search", "rewrite", "done"]
     assert phases[0] == "candidates" and phases[-1] == "done" and phases.count("done") == 1
     assert [order.index(p) for p in phases] == sorted(order.index(p) for p in phases)
-    assert {"baselines", "per-use model", "exact problem", "rewrite"} <= set(phases)
+    assert {"baselines", "relaxed problem", "per-use model", "exact problem", "rewrite"} <= set(
+        phases)
     assert all(a.elapsed_s <= b.elapsed_s for a, b in zip(events, events[1:]))
     bests = [e.best for e in events if e.best is not None]
     bounds = [e.bound for e in events if e.bound is not None]
