@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -315,12 +316,21 @@ def hlo_text(family: str, depth: int, stage: str = "pre") -> str:
     with tempfile.TemporaryDirectory() as dump:
         env = {**os.environ, "JAX_PLATFORMS": "cpu",
                "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_pass_re=^layout-assignment$"}
-        subprocess.run([sys.executable, "-c", _DUMP, family, str(depth),
-                        str(Path(__file__).resolve().parents[2])],
-                       env=env, check=True, capture_output=True)
+        child = subprocess.Popen([sys.executable, "-c", _DUMP, family, str(depth),
+                                  str(Path(__file__).resolve().parents[2])],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # The module after layout assignment is dumped once the one before it is written
+        # whole; the rest of the compile (fusion, code generation: minutes and many GB on a
+        # deep unrolled step) is not needed.
+        while child.poll() is None and not list(Path(dump).glob("*after_layout-assignment*")):
+            time.sleep(0.5)
+        if child.poll() is None:
+            child.kill()
+        _, err = child.communicate()
         found = sorted(Path(dump).glob("*jit_step*before_layout-assignment.txt"))
         if len(found) != 1:
-            raise RuntimeError(f"expected one layout-assignment dump of jit_step, got {found}")
+            raise RuntimeError(f"expected one layout-assignment dump of jit_step, got {found}: "
+                               f"{err.decode(errors='replace')[-2000:]}")
         return found[0].read_text()
 
 

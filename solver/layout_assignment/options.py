@@ -74,8 +74,9 @@ class AssignOptions:
     """How to assign layouts.
 
     ``time_limit_s``: seconds for all solves together (the relaxed problem and the per-use
-    model, then the exact shared-copy problem), each taking a share of what is left; over HTTP, left out, the server's ``default_time_limit_s``, and
-    always capped by its ``max_time_limit_s``.
+    model, then the exact shared-copy problem), each taking a share of what is left; over
+    HTTP, left out, the server's ``default_time_limit_s``, and always capped by its
+    ``max_time_limit_s``.
     ``entry_layout``: see :class:`EntryLayout`.
     ``normalize``: the normalization passes run on the result, in order; ``None`` runs what
     the target asks for (:func:`hlo.passes.passes_for_target`: the GPU family normalizes
