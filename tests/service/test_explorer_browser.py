@@ -331,6 +331,8 @@ def test_graph_view_is_the_view_and_names_its_steps(base_url: str) -> None:
     answer = httpx.post(base_url + "/v1/graph-view", headers=AUTH, json={"hlo": hlo})
     assert answer.status_code == 200
     assert answer.json() == json.loads(json.dumps(view_answer(hlo)))
+    again = httpx.post(base_url + "/v1/graph-view", headers=AUTH, json={"hlo": hlo})
+    assert again.content == answer.content  # same module, same bytes
     steps = dict(part.strip().split(";dur=") for part in answer.headers["server-timing"].split(","))
     assert list(steps) == ["parse", "verify", "layout", "encode", "cpu"]
     assert all(float(ms) >= 0 for ms in steps.values())
