@@ -46,6 +46,8 @@ OPTIONS = {"time_limit_s": 10, "entry_layout": "fixed", "max_candidates": 6, "se
 
 BROKEN = "HloModule m\nENTRY e {\n  ROOT p = f32[2] paramter(0)\n}"
 MAX_REPS = 4  # the server's cap on a measurement's timed rounds
+# No layout written: the XLA path runs exactly the layouts written, so it refuses this.
+BARE = "HloModule bare\nENTRY e {\n  p = f32[2,3] parameter(0)\n  ROOT n = f32[2,3] negate(p)\n}\n"
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -188,12 +190,11 @@ def test_measure_over_http(base_url: str) -> None:
 
     # A module the path cannot run: its reason, as a 422, with what did run.
     refused = httpx.post(measure, headers=AUTH, timeout=120, json={"modules": [
-        {"label": "ours", "hlo": ours}, {"label": "scan", "hlo": example("rnn_scan_fwd")[1]}],
-        "options": {"reps": 1}})
+        {"label": "ours", "hlo": ours}, {"label": "bare", "hlo": BARE}], "options": {"reps": 1}})
     assert refused.status_code == 422
     body = refused.json()
     assert (body["type"], body["field"]) == ("not_runnable", "modules.1")
-    assert "is a while" in body["message"] and body["message"].count("scan: ") == 1
+    assert "has no layout" in body["message"] and body["message"].count("bare: ") == 1
     assert [row["refusal"] is None for row in body["measured"]["modules"]] == [True, False]
 
     bad = httpx.post(measure, headers=AUTH, json={"modules": [{"label": "a", "hlo": BROKEN}]})
@@ -258,8 +259,9 @@ def test_measure_in_the_browser(driver: Any, base_url: str, shots: Path) -> None
     assert shown_measured(driver) == flat(answer, "measured")
     driver.find_element(By.ID, "result-section").screenshot(str(shots / "measured.png"))
 
-    # A module the path cannot run: the page shows the server's reason.
-    run_example(driver, "rnn_scan_fwd", "cpu")
+    # A module the path cannot run (XLA's layouts given without any): the server's reason.
+    driver.execute_script("document.querySelector('details').open = true")
+    paste(driver, "xla-hlo", BARE)
     driver.execute_script(CAPTURE, "/v1/measure")
     driver.find_element(By.ID, "measure").click()
     wait_for(driver, "return document.getElementById('measure-error')", 60)
