@@ -2,6 +2,7 @@
 
     python3 bench/fidelity.py --reps 5 --out bench/fidelity_results.json
     python3 bench/fidelity.py --modules attention_fwd,gen_cnn_train --reps 3
+    python3 bench/fidelity.py --table bench/fidelity_results.json   # BENCHMARKS.md's table
 
 For every module (corpus modules whose XLA layouts the execution path runs, plus programs from
 ``bench/programs/fidelity.py`` lowered by JAX here): the variants are XLA's own layouts
@@ -155,16 +156,28 @@ def measure_module(name: str, args, compare_target) -> dict:
 def same_program(a, b) -> bool:
     """Whether two modules hold the same instructions with the same layouts, names and order
     aside (ours often is XLA's module with its duplicate copies shared): the multiset of
-    (opcode, result shape, operand shapes) of every computation, and the entry layouts."""
+    (opcode, result shape, operand shapes) of every computation, layouts compared on the dims
+    of size > 1 (the physical order), copies that move nothing left out, and the entry
+    layouts."""
+    from hlo.shape import leaf_arrays
+
+    def physical(shape) -> str:
+        return ";".join(f"{x.element_type}{x.dims}" + str(tuple(
+            d for d in (x.layout.minor_to_major if x.layout else ()) if x.dims[d] != 1))
+            for _, x in leaf_arrays(shape))
+
     def signature(module):
-        out = []
+        out, copies = [], set()
         for comp in module.computations:
-            shapes = {i.name: str(i.shape) for i in comp.instructions}
-            out += sorted((i.opcode, str(i.shape), tuple(shapes.get(o, "") for o in i.operands))
-                          for i in comp.instructions if i.opcode != "copy")
-        copies = sorted(str(i.shape) for c in module.computations for i in c.instructions
-                        if i.opcode == "copy")
-        return out, sorted(set(copies)), str(module.attr("entry_computation_layout"))
+            shapes = {i.name: physical(i.shape) for i in comp.instructions}
+            for i in comp.instructions:
+                operands = tuple(shapes.get(o, "") for o in i.operands)
+                if i.opcode == "copy":
+                    if operands != (shapes[i.name],):
+                        copies.add((shapes[i.name], operands))
+                    continue
+                out.append((i.opcode, shapes[i.name], operands))
+        return sorted(out), sorted(copies), str(module.attr("entry_computation_layout"))
     return signature(a) == signature(b)
 
 
@@ -219,6 +232,36 @@ def summarize(results: list[dict]) -> dict:
     }
 
 
+def _cell(value, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def table(results: list[dict]) -> str:
+    """The module-by-module markdown table of BENCHMARKS.md."""
+    lines = ["| module | variants run | tau (median) | tau (min) | ours/XLA paired median "
+             "[p25, p75] | ours/XLA min | predicted | A/A noise | same program | outputs |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        if "variants" not in r:
+            lines.append(f"| {r['module']} | refused: {r['skipped'][:90]} |||||||||")
+            continue
+        v = r["variants"]
+        ran = sum(row["median_ms"] is not None for row in v.values())
+        ours = v["ours"]
+        ratio = ours.get("ratio") or {}
+        paired = (f"{ratio['median']:.3f} [{ratio['p25']:.3f}, {ratio['p75']:.3f}]"
+                  if ratio else "-")
+        outputs = "match" if all(row.get("outputs_match", True) for row in v.values()
+                                 if row["median_ms"]) else "DIFFER"
+        lines.append(
+            f"| {r['module']} | {ran}/{len(v)} | {_cell(r.get('tau'), 2)} | "
+            f"{_cell(r.get('tau_min'), 2)} | {paired} | {_cell(ours.get('min_ratio'))} | "
+            f"{_cell(ours.get('predicted_ratio'))} | "
+            f"{_cell((r.get('noise') or {}).get('median'))} | "
+            f"{'yes' if r.get('same_as_xla') else 'no'} | {outputs} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--modules", default="", help="comma-separated (default: all)")
@@ -232,7 +275,12 @@ def main() -> None:
     parser.add_argument("--skip", default="gpt_train_12l",
                         help="comma-separated modules left out (default: the 12-layer model, "
                              "minutes per variant unfused)")
+    parser.add_argument("--table", type=Path, default=None,
+                        help="print the markdown table of an --out file and stop")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text())["results"]))
+        return
     from bench.programs.fidelity import PROGRAMS
 
     names = args.modules.split(",") if args.modules else corpus_modules() + list(PROGRAMS)

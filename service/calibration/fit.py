@@ -24,7 +24,10 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   prices it (at the cache's bandwidth when it fits) extra passes;
   ``reduce_min_extent`` is the smallest ``R`` from which on every ``e_R >= 1`` (below it a
   column reduction is as fast as a row one: its strided reads stay in cache), and
-  ``reduce_read_factor`` the median ``e_R`` from there (without the group: the 2-D fit above).
+  ``reduce_read_factor`` the median ``e_R`` from there (without the group: the 2-D fit above);
+- ``conv_naive_ns_per_flop``: the median of ``(t(conv_naive) - t(conv_default)) / flops``: a
+  convolution with any array in another layout runs as a naive loop (XLA:CPU gives Eigen
+  row-major convolutions only).
 
 Example: samples made from bandwidth 10 GB/s, fixed 500 ns, minor 3 give back exactly those.
 """
@@ -66,6 +69,7 @@ class Coefficients:
     reshape_standalone: float = 1.0
     inline_relayout: float = 1.0
     reduce_min_extent: int = 0
+    conv_naive_ns_per_flop: float = 0.0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -73,7 +77,8 @@ class Coefficients:
                             round(self.minor_moving, 2), round(self.major_only, 2),
                             round(self.standalone, 2), round(self.reduce_read_factor, 2),
                             self.reduce_slow, self.samples, round(self.reshape_standalone, 2),
-                            round(self.inline_relayout, 2), self.reduce_min_extent)
+                            round(self.inline_relayout, 2), self.reduce_min_extent,
+                            round(self.conv_naive_ns_per_flop, 4))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -123,7 +128,19 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         reshape_standalone=max(1.0, _paired_ratio(samples, "reshape_moving", "copy_minor", fixed)),
         inline_relayout=max(1.0, _inline(samples, bandwidth, cache_bandwidth, minor / copy)),
         reduce_min_extent=min_extent,
+        conv_naive_ns_per_flop=_naive_convolution(samples),
     )
+
+
+def _naive_convolution(samples: Sequence[Sample]) -> float:
+    """ns per flop a convolution pays beyond the row-major one when another layout makes
+    the backend run it as a naive loop: the median of ``(t(conv_naive) - t(conv_default))
+    / flops`` (0 without the group)."""
+    default = [s.ns for s in samples if s.kind == "conv_default"]
+    naive = [s for s in samples if s.kind == "conv_naive"]
+    if not default or not naive:
+        return 0.0
+    return max(0.0, float(np.median([(s.ns - min(default)) / s.bytes for s in naive])))
 
 
 def _paired_ratio(samples: Sequence[Sample], kind: str, reference: str, fixed: float) -> float:

@@ -18,6 +18,8 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
 - ``reduce_minor``: a sum over dim 1 (the reduced dim is minor: a row reduction);
 - ``reduce_major``: a sum over dim 0 (the kept dim is minor);
 - ``add_same`` / ``add_mixed``: ``add`` of two operands in the same / other layouts;
+- ``conv_default`` / ``conv_naive``: a 3x3 NHWC convolution with every array row-major, or
+  with the input, the kernel or the result in another layout (``bytes`` is its flops here);
 - ``column_R`` / ``row_R``: a sum over dim 0 of ``[R, N/R]`` (1 MiB of f32) laid out ``{1,0}``
   (the kept dim minor: each result element reads ``R`` elements a row apart) or ``{0,1}``
   (the reduced dim minor), for ``R`` from 16 to 4096: where a column reduction turns slow;
@@ -172,6 +174,28 @@ def reduction_group(extent: int, elements: int = 1 << 18) -> Group:
     return Group(f"f32[{n},{m}] reduce", tuple(benches))
 
 
+def convolution_group(batch: int = 8, size: int = 32, features: int = 16) -> Group:
+    """A 3x3 same-padded NHWC convolution, all row-major, then with one array in another
+    layout (XLA:CPU hands only row-major convolutions to Eigen)."""
+    x = (batch, size, size, features)
+    k = (3, 3, features, features)
+    flops = 2 * batch * size * size * features * 9 * features
+    row, nchw, kernel_other = "{3,2,1,0}", "{2,1,3,0}", "{2,3,1,0}"
+    benches = []
+    for kind, (xl, kl, ol) in (("conv_default", (row, row, row)),
+                               ("conv_naive", (nchw, row, row)),
+                               ("conv_naive", (row, kernel_other, row)),
+                               ("conv_naive", (row, row, nchw))):
+        label = f"{kind}_{len(benches)}_f32"
+        xs, ks, os_ = (f"f32[{','.join(map(str, x))}]{xl}", f"f32[{','.join(map(str, k))}]{kl}",
+                       f"f32[{','.join(map(str, x))}]{ol}")
+        body = [f"%x = {xs} parameter(0)", f"%k = {ks} parameter(1)",
+                f"ROOT %c = {os_} convolution(%x, %k), window={{size=3x3 pad=1_1x1_1}}, "
+                "dim_labels=b01f_01io->b01f"]
+        benches.append(Bench(kind, label, _module(label, [xs, ks], body, os_), flops, "f32"))
+    return Group(f"conv {x}", tuple(benches))
+
+
 def groups(quick: bool = False) -> list[Group]:
     """Every group, smallest first; ``quick``: one dtype and the two smaller sizes."""
     sizes = SIZES[:2] if quick else SIZES
@@ -180,4 +204,5 @@ def groups(quick: bool = False) -> list[Group]:
     out += [major_group("f32", n, m) for n, m in sizes]
     out += [binary_group("f32", n) for n in (256, 512)[: 1 if quick else 2]]
     out += [reduction_group(r) for r in (STRIDED_EXTENTS[1::2] if quick else STRIDED_EXTENTS)]
+    out.append(convolution_group())
     return out

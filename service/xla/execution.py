@@ -10,7 +10,8 @@ How times are taken (ORACLES §3, learned on a shared 2-core machine): the child
 one CPU; modules with the same entry layouts share one set of input buffers; after a warm-up,
 every round runs each module once, in a rotated order; the reference runs twice per round
 (A/B/A) so the noise floor is measured with the numbers. Ratios are paired: per round,
-candidate over reference, then the median and quartiles over rounds.
+candidate over the mean of the reference's two runs, then the median and quartiles over
+rounds.
 
 A module the path cannot run is not an error: its :class:`Execution` carries a ``refusal``
 (a static reason from :mod:`service.xla.refusals`, XLA's compile error, or the abort message
@@ -121,8 +122,13 @@ class Measurement:
     seed: int = 0
 
     def ratio(self, index: int) -> PairedRatio | None:
-        """Paired time ratio of module ``index`` over the reference."""
-        return PairedRatio.of(self.executions[index].times_ms, self.executions[0].times_ms)
+        """Paired time ratio of module ``index`` over the reference: per round, over the mean
+        of the reference's two runs where it ran twice (A/B/A: a drift within the round
+        cancels), else over its one run."""
+        reference = self.executions[0].times_ms
+        if index != 0 and len(self.reference_again_ms) == len(reference):
+            reference = tuple((a + b) / 2 for a, b in zip(reference, self.reference_again_ms))
+        return PairedRatio.of(self.executions[index].times_ms, reference)
 
     def noise(self) -> PairedRatio | None:
         """The reference against itself (A/A): the noise floor of :meth:`ratio`."""

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from hlo.bitcast import reject_layout_dependent_bitcasts
 from hlo.buffers import BufferAnalysis, Position, analyze_buffers
 from hlo.graph import CallGraph
-from hlo.ir import Instruction, Module, ProgramShape, computation_name
+from hlo.ir import ConvDimLabels, Instruction, Module, ProgramShape, computation_name
 from hlo.opcode_facts import ELEMENTWISE, LAYOUT_FREE, TIED, VARIADIC_TIED
 from hlo.shape import ArrayShape, Shape, TupleShape, leaf_arrays
 from solver.layout_assignment.costs import NC1HWC0, Candidate
@@ -95,6 +95,9 @@ class Pref:
     role: str
     index: int
     weight: int = 1
+    #: Multiply-adds x 2 of a convolution (what a backend that falls back to a naive loop
+    #: for other layouts pays per flop); 0 for other ops.
+    flops: int = 0
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -188,8 +191,10 @@ class _Builder:
         self.views[key] = nid
         return nid
 
-    def prefer(self, node: int, comp: str, instr: Instruction, role: str, index: int) -> None:
-        self.prefs.append(Pref(node, comp, instr, role, index, self.weights.get(comp, 1)))
+    def prefer(self, node: int, comp: str, instr: Instruction, role: str, index: int,
+               flops: int = 0) -> None:
+        self.prefs.append(Pref(node, comp, instr, role, index, self.weights.get(comp, 1),
+                               flops))
 
     def relate(self, kind: str, u: int | None, v: int | None, comp: str, instr: str, k: int,
                path: tuple[int, ...], value: str, shape: ArrayShape, **extra) -> None:
@@ -335,15 +340,16 @@ class _Builder:
         elif rule_op(instr) in ("dot", "convolution") and op != "custom-call" or (
                 op == "custom-call" and rule_op(instr) == "convolution"):
             count = 2 if rule_op(instr) == "convolution" else len(instr.operands)
+            flops = _conv_flops(instr, shapes) if rule_op(instr) == "convolution" else 0
             for k, name in enumerate(instr.operands[:count]):
                 shape = _array(shapes[name])
                 v = self.view(comp, instr, k, (), shape, None)
-                self.prefer(v, comp, instr, "operand", k)
+                self.prefer(v, comp, instr, "operand", k, flops)
                 self.relate("convert", self.leaf(comp, name, ()), v, comp, here, k, (), name, shape)
             for path, _ in leaf_arrays(instr.shape)[:1]:
                 node = self.leaf(comp, here, path)
                 if node is not None:
-                    self.prefer(node, comp, instr, "result", 0)
+                    self.prefer(node, comp, instr, "result", 0, flops)
         elif op == "custom-call":
             self.custom_call(comp, instr, shapes)
         elif op == "while":
@@ -556,6 +562,19 @@ def _sub(shape: Shape, path: tuple[int, ...]) -> Shape:
 def _leaf(shape: Shape, path: tuple[int, ...]) -> ArrayShape:
     sub = _sub(shape, path)
     return _array(sub)
+
+
+def _conv_flops(instr: Instruction, shapes: dict[str, Shape]) -> int:
+    """``2 x result elements x kernel elements / output features``: the multiply-adds of a
+    convolution (grouped ones included: the kernel holds one group's input features)."""
+    result = leaf_arrays(instr.shape)[0][1] if leaf_arrays(instr.shape) else None
+    kernel = shapes.get(instr.operands[1]) if len(instr.operands) > 1 else None
+    labels = instr.attr("dim_labels")
+    if not isinstance(result, ArrayShape) or not isinstance(kernel, ArrayShape) or \
+            not isinstance(labels, ConvDimLabels):
+        return 0
+    out_features = kernel.dims[labels.kernel_output_feature] or 1
+    return 2 * result.element_count * kernel.element_count // out_features
 
 
 def _array(shape: Shape | None) -> ArrayShape:

@@ -132,8 +132,9 @@ def preferred_candidates(cm: CostModel, instr: Instruction, role: str, k: int,
 
 
 def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: ArrayShape,
-               cand: Candidate) -> Preference | None:
-    """The cost (and hardness) of reading/writing ``shape`` as ``cand`` for ``instr``."""
+               cand: Candidate, flops: int = 0) -> Preference | None:
+    """The cost (and hardness) of reading/writing ``shape`` as ``cand`` for ``instr``
+    (``flops``: a convolution's, for a backend that runs other layouts as a naive loop)."""
     op = rule_op(instr)
     if op is None or shape.rank == 0:
         return None
@@ -194,6 +195,13 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
                                       if rule.params.get("min_extent") else "") + ": "
                                    f"+{rule.params.get('read_factor', 0)} pass(es) over the "
                                    f"operand ({rule.note or rule.kind})")
+        elif prefs and cand not in prefs and "naive_ns_per_flop" in rule.params and flops:
+            # Not a transpose the backend does first: the whole op runs in a naive loop.
+            per_flop = float(rule.params["naive_ns_per_flop"])
+            total += int(flops * per_flop)
+            hard = hard or rule.hard
+            reasons.append(f"not {prefs[0]}: the {op} runs as a naive loop, {flops} flops x "
+                           f"{per_flop:g} ns ({rule.note or rule.kind})")
         elif prefs and cand not in prefs:
             miss(rule, prefs[0], f"not {prefs[0]}")
     if not reasons:

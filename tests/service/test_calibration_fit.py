@@ -73,6 +73,14 @@ def test_a_column_group_that_is_never_slow_prices_no_column_reduction():
     assert c.reduce_read_factor == 0.0 and c.reduce_min_extent > 4096
 
 
+def test_a_convolution_that_runs_as_a_naive_loop_gives_its_ns_per_flop():
+    flops = 10_000_000
+    samples = synthetic() + [Sample("conv_default", flops, 1e6)] + [
+        Sample("conv_naive", flops, 1e6 + extra * flops) for extra in (1.5, 2.0, 2.5)]
+    assert fit(samples).conv_naive_ns_per_flop == pytest.approx(2.0)
+    assert fit(synthetic()).conv_naive_ns_per_flop == 0.0
+
+
 def test_a_slower_row_reduction_is_the_slow_form():
     swapped = [Sample({"reduce_minor": "reduce_major", "reduce_major": "reduce_minor"}.get(
         s.kind, s.kind), s.bytes, s.ns) for s in synthetic()]

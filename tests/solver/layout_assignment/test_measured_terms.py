@@ -140,3 +140,24 @@ def test_assignment_rewrites_a_data_moving_reshape_as_copy_then_bitcast_reshape(
     assert 0 < result.objective < score(parse_module(RESHAPE), load_target("cpu")).total
     assert any("a copy to the default layout makes it a bitcast" in c.why
                for c in result.inserted)
+
+
+CONV = """HloModule c, entry_computation_layout={(f32[2,8,8,4]{LAYOUT}, f32[3,3,4,8]{3,2,1,0})->f32[2,8,8,8]{3,2,1,0}}
+ENTRY e {
+  x = f32[2,8,8,4]{LAYOUT} parameter(0)
+  k = f32[3,3,4,8]{3,2,1,0} parameter(1)
+  ROOT c = f32[2,8,8,8]{3,2,1,0} convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+}
+"""
+
+
+def test_a_convolution_in_another_layout_pays_the_naive_loop_per_flop():
+    cpu = load_target("cpu")
+    rule = next(r for r in cpu.rules_for("convolution") if r.kind == "default_layout")
+    per_flop = float(rule.params["naive_ns_per_flop"])
+    assert per_flop > 0
+    flops = 2 * (2 * 8 * 8 * 8) * (3 * 3 * 4)  # 2 x result elements x kernel elements / 8
+    assert score(parse_module(CONV.replace("LAYOUT", "3,2,1,0")), cpu).total == 0
+    nchw = score(parse_module(CONV.replace("LAYOUT", "2,1,3,0")), cpu)
+    assert nchw.total == int(flops * per_flop)
+    assert "naive loop" in nchw.terms[0].reason
