@@ -17,10 +17,10 @@ import typer
 from hlo.errors import HloError
 from hlo.graph import GRAPH_FORMATS
 from hlo.parser import parse_module
-from service.cli.source import located, read_source, source_name
+from service.cli.source import located, outcome_of, read_source, source_name, target_spec
 from service.explorer.graph_export import export_graph
 from service.options import AssignOptions
-from service.pipeline import ModuleRequest, Operation, Success, run
+from service.pipeline import ModuleRequest, Operation
 
 
 def register(app: typer.Typer) -> None:
@@ -42,14 +42,10 @@ def register(app: typer.Typer) -> None:
         text = read_source(path)
         report = None
         if layouts:
-            outcome = run(ModuleRequest(Operation.ASSIGN, text, name=source_name(path),
-                                        target=target,
-                                        options=AssignOptions(time_limit_s=time_limit)))
-            if not isinstance(outcome, Success):
-                where = f":{outcome.line}:{outcome.column}" if outcome.line is not None else ""
-                typer.echo(f"{source_name(path)}{where}: error: {outcome.message}", err=True)
-                raise typer.Exit(code=2)
-            report, text = outcome.data, outcome.hlo or ""
+            request = ModuleRequest(Operation.ASSIGN, text, source_name(path), target_spec(target),
+                                    AssignOptions(time_limit_s=time_limit))
+            done = outcome_of(request, {None: (path, text)})
+            report, text = done.data, done.hlo or ""
         try:
             module = parse_module(text, source_name(path))
         except HloError as err:
