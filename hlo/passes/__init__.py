@@ -87,12 +87,6 @@ TRACED: Final[dict[str, Callable[[Module], Traced]]] = {
 }
 
 
-def apply_pass(module: Module, name: str) -> tuple[Module, tuple[PassNote, ...]]:
-    """Apply one pass (canonical or short name) and return its notes."""
-    traced = _apply(module, pass_names([name])[0])
-    return traced.module, traced.notes
-
-
 def _apply(module: Module, name: str) -> Traced:
     traced = TRACED.get(name)
     return traced(module) if traced is not None else Traced(PASSES[name](module))

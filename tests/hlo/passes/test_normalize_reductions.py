@@ -18,7 +18,7 @@ from hlo.errors import HloError
 from hlo.ir import Module
 from hlo.layout_verifier import verify_layouts
 from hlo.parser import parse_module
-from hlo.passes import apply_pass, run_passes
+from hlo.passes import apply_passes, run_passes
 from hlo.passes.group_reductions import dim_groups, group_reductions
 from hlo.passes.normalize_reductions import (
     is_canonical_reduce,
@@ -241,13 +241,14 @@ ENTRY e {
     assert (note.computation, note.instruction) == ("e", "r")
     assert "sparse" in note.reason
     assert non_canonical_reduces(out) == [("e", "r")]
-    # The registry's one-pass runner reports the same note, by short name too.
-    again, notes = apply_pass(module, "reductions")
+    # The pass loop reports the same note, by short name too.
+    (run,) = apply_passes(module, ["reductions"])
+    again, notes = run.after, run.notes
     assert again == out
     assert [(n.computation, n.instruction, n.reason, n.kind) for n in notes] == [
         ("e", "r", note.reason, "reduce")]
     assert str(notes[0]) == f"reduce left as it is: e/r: {note.reason}"
-    assert apply_pass(module, "normalize-layouts")[1] == ()
+    assert next(apply_passes(module, ["normalize-layouts"])).notes == ()
 
 
 def test_no_op_tiles_are_dropped_real_ones_kept() -> None:
