@@ -301,3 +301,19 @@ def test_search_reports_answers_and_bounds_in_order() -> None:
             heard_any += 1
             assert events[-1] == (want[0], want[0]), (seed, events)
     assert heard_any >= 3
+
+
+def test_a_memory_bound_core_is_annealed_and_stays_reproducible(monkeypatch) -> None:
+    """A memory-bound core of 64+ nodes is annealed before CP-SAT; the answer keeps
+    every rule (independent cost) and is reproducible (CP-SAT ends on its work budget,
+    and few moves, so the clock never cuts the walk)."""
+    import solver.solve
+
+    monkeypatch.setattr(solver.solve, "ANNEAL_MOVES_PER_NODE", 100)
+    raw = grid(10, 3, seed=21)
+    problem = build(raw)
+    options = SolveOptions(time_limit=30.0, heuristic_time=1.0, deterministic_time=0.05)
+    got = solve(problem, options)
+    assert "anneal" in dict(got.timings_ms)
+    assert got.objective == cost_of(raw, got.labels)
+    assert solve(problem, options).labels == got.labels
