@@ -382,6 +382,8 @@ def solve_model(built: LabelModel, options: SolveOptions, time_limit: float,
     params = solver.parameters
     params.max_time_in_seconds = max(0.01, time_limit)
     params.num_workers = options.num_workers
+    if options.subsolvers and options.num_workers > 1:
+        params.subsolvers.extend(options.subsolvers)
     params.random_seed = options.seed
     params.log_search_progress = options.log_search
     if options.num_workers == 1:

@@ -158,9 +158,15 @@ FINISH_S_PER_INSTRUCTION = 1e-4
 OPTIONAL_STEP_S = 0.2
 
 
-def _solve_options(options: AssignOptions, time_limit: float) -> SolveOptions:
+#: CP-SAT's workers on the exact problem (see ``SolveOptions.subsolvers``).
+EXACT_SUBSOLVERS = ("core", "max_lp")
+
+
+def _solve_options(options: AssignOptions, time_limit: float,
+                   subsolvers: tuple[str, ...] = ()) -> SolveOptions:
     return SolveOptions(time_limit=time_limit, seed=options.seed, heuristic_time=min(2.0, time_limit / 4),
-                        presolve="light", whole_model_labels=WHOLE_MODEL_LABELS)
+                        presolve="light", whole_model_labels=WHOLE_MODEL_LABELS,
+                        subsolvers=subsolvers)
 
 
 class Budget:
@@ -416,7 +422,7 @@ def _solve_exact(compiled: Compiled, options: AssignOptions, budget: Budget,
     """CP-SAT on the exact shared-copy problem from ``start``. Returns the best lower bound
     on the true cost (the exact solve's, or the relaxed problem's) and the statuses of the
     solves that gave it."""
-    solution = solve(exact.problem, _solve_options(options, budget.share(1.0)),
+    solution = solve(exact.problem, _solve_options(options, budget.share(1.0), EXACT_SUBSOLVERS),
                      hint=exact_labels(exact.problem, start), prepared=exact.prepared,
                      report=tracker.heard)
     laps.lap("exact")
