@@ -31,8 +31,9 @@ from solver.conditioning import Split, components, find_split, solve_split
 from solver.laps import Laps
 from solver.options import SolveOptions
 from solver.heuristics import heuristic
+from solver.errors import SolveError
 from solver.problem import (
-    FORBIDDEN, Problem, Solution, Status, evaluate, make_problem, trivial_bound,
+    FORBIDDEN, Edge, Problem, Solution, Status, evaluate, make_problem, trivial_bound,
 )
 from solver.reductions import reduce_problem
 from solver.solve import solve
@@ -74,13 +75,19 @@ def solve_in_parts(problem: Problem, options: SolveOptions = SolveOptions(), *,
                         message=reduction.infeasible or "")
     parts = components(core)
     sizes = [len(p) for p in parts]
+    owner = np.zeros(core.num_nodes, np.int64)
+    for i, nodes in enumerate(parts):
+        owner[list(nodes)] = i
+    edges_of: list[list[Edge]] = [[] for _ in parts]
+    for e in core.edges:
+        edges_of[int(owner[e.u])].append(e)
     labels = [0] * core.num_nodes
     cost = bound = 0
     proven = True
     for i, nodes in enumerate(parts):
         share = 0.0 if quick else sizes[i] / max(1, sum(sizes[i:]))
         try:
-            found = _component(core, nodes, options, deadline, share)
+            found = _component(core, nodes, edges_of[i], options, deadline, share)
         except _Unanswered as err:
             return Solution(Status.UNKNOWN, timings_ms=laps.timings(),
                             message=f"no answer found in time: {err}")
@@ -96,8 +103,7 @@ def solve_in_parts(problem: Problem, options: SolveOptions = SolveOptions(), *,
     full = reduction.postsolve.restore(tuple(labels))
     total = evaluate(problem, full)
     if total is None or total != cost + reduction.offset:
-        return solve(problem, dataclasses.replace(
-            options, time_limit=max(0.05, deadline - time.perf_counter())))
+        raise SolveError(f"restored answer costs {total}, expected {cost + reduction.offset}")
     laps.lap("postsolve")
     lower = total if proven else min(total, bound + reduction.offset)
     return Solution(Status.OPTIMAL if proven else Status.FEASIBLE, labels=full, objective=total,
@@ -105,14 +111,14 @@ def solve_in_parts(problem: Problem, options: SolveOptions = SolveOptions(), *,
                     timings_ms=laps.timings())
 
 
-def _subproblem(core: Problem, nodes: tuple[int, ...]) -> Problem:
+def _subproblem(core: Problem, nodes: tuple[int, ...], edges: list[Edge]) -> Problem:
     index = {n: i for i, n in enumerate(nodes)}
     return make_problem([core.unary[n] for n in nodes],
-                        [(index[e.u], index[e.v], e.costs) for e in core.edges if e.u in index])
+                        [(index[e.u], index[e.v], e.costs) for e in edges])
 
 
-def _component(core: Problem, nodes: tuple[int, ...], options: SolveOptions,
-               deadline: float, share: float) -> _Found | None:
+def _component(core: Problem, nodes: tuple[int, ...], edges: list[Edge],
+               options: SolveOptions, deadline: float, share: float) -> _Found | None:
     """The component's answer (labels by core node), or ``None`` if it is infeasible."""
     if len(nodes) == 1:
         # A node alone (reductions cut short leave them): its cheapest label.
@@ -121,7 +127,7 @@ def _component(core: Problem, nodes: tuple[int, ...], options: SolveOptions,
         if costs[best] >= FORBIDDEN:
             return None
         return _Found({nodes[0]: best}, int(costs[best]), int(costs[best]), True)
-    sub = _subproblem(core, nodes)
+    sub = _subproblem(core, nodes, edges)
     # The heuristic's answer, proven when it meets the trivial bound (components that
     # cost nothing); past the deadline, taken as it is.
     late = _late(sub, nodes)
