@@ -217,6 +217,19 @@ def _identical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return x == y
 
 
+def _noise(sw: np.ndarray, noisy) -> tuple[np.ndarray, np.ndarray]:
+    """(undefined, spread) per element: where the shadow ``sw`` or a perturbed run of it is
+    not finite, and how far the perturbed runs ``noisy`` move from it at most."""
+    undefined = ~np.isfinite(sw)
+    spread = np.zeros(sw.shape)
+    for n in noisy:
+        nw = _wide(n)
+        undefined |= ~np.isfinite(nw)
+        with np.errstate(invalid="ignore"):
+            spread = np.fmax(spread, np.abs(nw - sw))
+    return undefined, spread
+
+
 def _judge_float(x, y, s, noisy, reference: Reference) -> tuple[np.ndarray, ...]:
     """(accepted, undefined, error / bound, bound) per element of one float output."""
     xw, yw = _wide(x), _wide(y)
@@ -230,13 +243,8 @@ def _judge_float(x, y, s, noisy, reference: Reference) -> tuple[np.ndarray, ...]
         err = np.abs(yw - xw)
     else:
         sw = _wide(s)
-        undefined = ~np.isfinite(sw) | ~np.isfinite(xw)
-        spread = np.zeros(x.shape)
-        for n in noisy:
-            nw = _wide(n)
-            undefined |= ~np.isfinite(nw)
-            with np.errstate(invalid="ignore"):
-                spread = np.fmax(spread, np.abs(nw - sw))
+        undefined, spread = _noise(sw, noisy)
+        undefined |= ~np.isfinite(xw)
         with np.errstate(invalid="ignore"):
             own = np.abs(xw - sw)
             bound = np.fmax(OWN_FACTOR * own, SAFETY * spread) + SAFETY * u_out * np.abs(sw) + tiny
@@ -321,13 +329,7 @@ def _judge_exact_arithmetic(x, y, s, k: int, reference: Reference, trial: int, p
     noisy = [_leaves(n)[k][1] for n in reference.exact_noisy]
     if _floating(x):
         sw, rw = _wide(s), _wide(sr)
-        undefined = ~np.isfinite(sw)
-        spread = np.zeros(x.shape)
-        for n in noisy:
-            nw = _wide(n)
-            undefined |= ~np.isfinite(nw)
-            with np.errstate(invalid="ignore"):
-                spread = np.fmax(spread, np.abs(nw - sw))
+        undefined, spread = _noise(sw, noisy)
         with np.errstate(invalid="ignore", divide="ignore"):
             # Three runs may all come out small in one element by chance: the output's median
             # relative noise is a floor for every element (one ill-conditioned element does not move it).

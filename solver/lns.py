@@ -31,9 +31,33 @@ WORK_PER_SECOND = 0.5
 WALL_FACTOR = 4.0
 
 
-def _window_problem(problem: Problem, nodes: list[int], labels: np.ndarray,
-                    incident: list[list[int]], node_uses: list[list[int]], uses: _Uses
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """What a window is cut out with: each node's edges and memory uses, and every use
+    as flat arrays."""
+
+    incident: tuple[tuple[int, ...], ...]
+    node_uses: tuple[tuple[int, ...], ...]
+    uses: _Uses
+
+    @staticmethod
+    def build(problem: Problem) -> _Index:
+        incident: list[list[int]] = [[] for _ in range(problem.num_nodes)]
+        for k, edge in enumerate(problem.edges):
+            incident[edge.u].append(k)
+            incident[edge.v].append(k)
+        node_uses: list[list[int]] = [[] for _ in range(problem.num_nodes)]
+        for i, use in enumerate(problem.memory):
+            node_uses[use.node].append(i)
+        return _Index(tuple(map(tuple, incident)), tuple(map(tuple, node_uses)),
+                      _Uses.build(problem))
+
+
+def _window_problem(problem: Problem, nodes: list[int], labels: np.ndarray, index: _Index
                     ) -> Problem:
+    """The problem on ``nodes`` with every other node fixed at ``labels``: edges to
+    fixed nodes become unary costs, fixed nodes' memory becomes fixed uses."""
+    incident = index.incident
     inside = {n: i for i, n in enumerate(nodes)}
     unary = [problem.unary[n].copy() for n in nodes]
     edges: list[Edge] = []
@@ -52,7 +76,7 @@ def _window_problem(problem: Problem, nodes: list[int], labels: np.ndarray,
             else:
                 i = inside[edge.v]
                 unary[i] = np.minimum(unary[i] + edge.costs[labels[edge.u], :], FORBIDDEN)
-    memory, fixed = _window_memory(problem, inside, labels, node_uses, uses)
+    memory, fixed = _window_memory(problem, inside, labels, index.node_uses, index.uses)
     for array in unary:
         array.flags.writeable = False
     return Problem(unary=tuple(unary), edges=tuple(edges), memory=tuple(memory),
@@ -60,7 +84,7 @@ def _window_problem(problem: Problem, nodes: list[int], labels: np.ndarray,
 
 
 def _window_memory(problem: Problem, inside: dict[int, int], labels: np.ndarray,
-                   node_uses: list[list[int]], uses: _Uses
+                   node_uses: tuple[tuple[int, ...], ...], uses: _Uses
                    ) -> tuple[list[MemoryUse], list[FixedUse]]:
     """The window's own memory uses, and everything else as fixed uses: per
     elementary interval between the window uses' start and end times, the
@@ -147,14 +171,7 @@ def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options:
     strictly cheaper in context (memory included), so every step keeps a feasible,
     never costlier answer."""
     current = np.array(labels, np.int64)
-    incident: list[list[int]] = [[] for _ in range(problem.num_nodes)]
-    for k, edge in enumerate(problem.edges):
-        incident[edge.u].append(k)
-        incident[edge.v].append(k)
-    node_uses: list[list[int]] = [[] for _ in range(problem.num_nodes)]
-    for i, use in enumerate(problem.memory):
-        node_uses[use.node].append(i)
-    uses = _Uses.build(problem)
+    index = _Index.build(problem)
     # Each window ends on CP-SAT's deterministic work budget, so the sequence of
     # answers does not depend on the machine's speed (the wall clock only cuts a
     # window that runs far over, and ends the sweep at ``deadline``).
@@ -169,7 +186,7 @@ def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options:
         if not nodes:
             start = 0 if start + window >= n else start + step
             continue
-        sub = _window_problem(problem, nodes, current, incident, node_uses, uses)
+        sub = _window_problem(problem, nodes, current, index)
         hint = tuple(int(current[v]) for v in nodes)
         try:
             built = cpsat.build_model(sub, hint, deadline)

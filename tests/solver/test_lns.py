@@ -16,15 +16,7 @@ from solver.problem import evaluate, memory_feasible
 
 def _window_of(raw: Raw, nodes: list[int], labels: np.ndarray):
     problem = build(raw)
-    incident: list[list[int]] = [[] for _ in range(problem.num_nodes)]
-    for k, edge in enumerate(problem.edges):
-        incident[edge.u].append(k)
-        incident[edge.v].append(k)
-    node_uses: list[list[int]] = [[] for _ in range(problem.num_nodes)]
-    for i, use in enumerate(problem.memory):
-        node_uses[use.node].append(i)
-    return lns._window_problem(problem, nodes, labels, incident, node_uses,
-                               lns._Uses.build(problem))
+    return lns._window_problem(problem, nodes, labels, lns._Index.build(problem))
 
 
 def test_a_window_prices_and_limits_exactly_as_the_whole_problem() -> None:
