@@ -143,26 +143,6 @@ def _per_dim_offsets(shape: ArrayShape) -> tuple[int, list[np.ndarray]] | None:
     return base, per_dim
 
 
-def transpose_output_layout_for_bitcast(src: ArrayShape, dimensions: Sequence[int]) -> Layout:
-    """The result layout that makes the transpose a bitcast (always exists).
-
-    ``f32[2,3,4]{2,1,0}`` transposed by ``{2,0,1}`` -> ``{0,2,1}`` (same tiles kept).
-    """
-    dimensions = _check_permutation(dimensions, src.rank)
-    inverse = [0] * len(dimensions)
-    for out_dim, in_dim in enumerate(dimensions):
-        inverse[in_dim] = out_dim
-    layout = src.effective_layout()
-    return _with_minor_to_major(layout, tuple(inverse[d] for d in layout.minor_to_major))
-
-
-def transpose_input_layout_for_bitcast(dst: ArrayShape, dimensions: Sequence[int]) -> Layout:
-    """The operand layout that makes ``transpose(operand) -> dst`` a bitcast."""
-    dimensions = _check_permutation(dimensions, dst.rank)
-    layout = dst.effective_layout()
-    return _with_minor_to_major(layout, tuple(dimensions[d] for d in layout.minor_to_major))
-
-
 def _with_minor_to_major(layout: Layout, mtm: tuple[int, ...]) -> Layout:
     return Layout(mtm, tiles=layout.tiles, tail_padding_alignment=layout.tail_padding_alignment,
                   element_size_bits=layout.element_size_bits, memory_space=layout.memory_space)

@@ -63,9 +63,6 @@ class BufferAnalysis:
     buffers: tuple[Buffer, ...]
     position_buffer: dict[Position, int] = field(compare=False)
 
-    def buffer_of(self, position: Position) -> Buffer:
-        return self.buffers[self.position_buffer[position]]
-
 
 class _UnionFind:
     def __init__(self) -> None:

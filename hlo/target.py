@@ -231,21 +231,6 @@ class TransposeUnit(_Frozen):
         """``Cols·sizeof(T) % alignment == 0`` for a row-major source."""
         return element_bytes in self.element_bytes and (cols * element_bytes) % self.alignment_bytes == 0
 
-    def tmp_bytes_2d(self, h: int, w: int, element_bytes: int) -> int:
-        """Temporary buffer of ``[H,W] -> [W,H]``: ``W·⌈H/RowStride⌉·RowStride·sizeof(T)``."""
-        rs = self.row_stride(element_bytes)
-        return w * -(-h // rs) * rs * element_bytes
-
-    def tmp_bytes_nchw_to_nc1hwc0(self, h: int, w: int, c0: int, element_bytes: int) -> int:
-        """``H·W·⌈C0/RowStride⌉·RowStride·sizeof(T)``."""
-        rs = self.row_stride(element_bytes)
-        return h * w * -(-c0 // rs) * rs * element_bytes
-
-    def tmp_bytes_nc1hwc0_to_nchw(self, h: int, w: int, c0: int, element_bytes: int) -> int:
-        """``C0·⌈H·W/RowStride⌉·RowStride·sizeof(T)``."""
-        rs = self.row_stride(element_bytes)
-        return c0 * -(-(h * w) // rs) * rs * element_bytes
-
 
 class Target(_Frozen):
     """One backend, as data. ``tiles_for`` answers "which tiles would this array get"."""

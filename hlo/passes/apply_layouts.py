@@ -27,7 +27,7 @@ from hlo.buffers import Position
 from hlo.errors import HloError, LayoutError
 from hlo.ir import Computation, Instruction, Module, Parameter, ProgramShape, Verbatim
 from hlo.passes.instruction_sequence import NameTable
-from hlo.shape import ArrayShape, Layout, Shape, TupleShape, leaf_arrays
+from hlo.shape import ArrayShape, Layout, Shape, TupleShape
 
 __all__ = ["Conversion", "LayoutPlan", "apply_layouts", "NAME"]
 
@@ -239,13 +239,3 @@ def apply_layouts(module: Module, plan: LayoutPlan) -> Module:
     if not any(k == "entry_computation_layout" for k, _ in attrs):
         attrs = (("entry_computation_layout", program),) + attrs
     return dataclasses.replace(new, attributes=attrs)
-
-
-def layouts_of(module: Module) -> dict[Position, Layout]:
-    """Every array position's written layout (what a laid-out module already says)."""
-    out: dict[Position, Layout] = {}
-    for comp in module.computations:
-        for instr in comp.instructions:
-            for path, leaf in leaf_arrays(instr.shape):
-                out[(comp.name, instr.name, path)] = leaf.effective_layout()
-    return out

@@ -2,9 +2,9 @@
 
 from hlo.layout_verifier import verify_layouts
 from hlo.parser import parse_module
-from hlo.passes.apply_layouts import Conversion, LayoutPlan, apply_layouts, layouts_of
+from hlo.passes.apply_layouts import Conversion, LayoutPlan, apply_layouts
 from hlo.printer import print_module
-from hlo.shape import Layout
+from hlo.shape import Layout, leaf_arrays
 
 TEXT = """HloModule m, entry_computation_layout={(f32[4,8]{1,0})->(f32[4,8]{0,1}, f32[4,8]{0,1})}
 ENTRY e {
@@ -15,6 +15,13 @@ ENTRY e {
   d = f32[4,8]{0,1} add(a, c)
   ROOT t = (f32[4,8]{0,1}, f32[4,8]{0,1}) tuple(d, b)
 }"""
+
+
+def layouts_of(module):
+    """Every array position's written layout (what the module already says)."""
+    return {(comp.name, instr.name, path): leaf.effective_layout()
+            for comp in module.computations for instr in comp.instructions
+            for path, leaf in leaf_arrays(instr.shape)}
 
 
 def test_one_copy_per_value_and_layout_and_constants_cloned():

@@ -16,9 +16,7 @@ from hlo.bitcast import (
     reshape_input_layout_for_bitcast,
     reshape_output_layout_for_bitcast,
     reshape_rule_holds,
-    transpose_input_layout_for_bitcast,
     transpose_is_bitcast,
-    transpose_output_layout_for_bitcast,
 )
 from hlo.errors import LayoutError
 from hlo.shape import ArrayShape, Layout, Tile
@@ -104,20 +102,6 @@ def test_transpose_bitcast_matches_buffers(src_dims, data) -> None:
     assume(small(src) and small(dst))
     moved = np.arange(src.element_count).reshape(src_dims).transpose(perm)
     assert transpose_is_bitcast(src, dst, perm) == same_bytes(src, dst, moved)
-
-
-@SETTINGS
-@given(dims(max_rank=4, max_size=5), st.data())
-def test_transpose_layout_finders(src_dims, data) -> None:
-    rank = len(src_dims)
-    perm = data.draw(st.permutations(range(rank)))
-    src = ArrayShape("f32", src_dims, data.draw(layouts(rank, allow_properties=False)))
-    assume(small(src))
-    out = ArrayShape("f32", tuple(src_dims[p] for p in perm), transpose_output_layout_for_bitcast(src, perm))
-    moved = np.arange(src.element_count).reshape(src_dims).transpose(perm)
-    assert same_bytes(src, out, moved)
-    back = ArrayShape("f32", src_dims, transpose_input_layout_for_bitcast(out, perm))
-    assert same_bytes(back, out, moved)
 
 
 def all_layouts_like(dims_: tuple[int, ...], like: Layout):

@@ -34,6 +34,6 @@ def test_forwarding_and_loop_buffers():
     # The init and the body root write into the loop buffer; they are not members.
     assert same[("e", "p", ())] != loop and same[("body", "y", ())] != loop
     assert same[("body", "r", (1,))] == same[("body", "y", ())]
-    y = a.buffer_of(("body", "y", ()))
+    y = a.buffers[a.position_buffer[("body", "y", ())]]
     assert y.writes == 1 and y.reads == 0
-    assert a.buffer_of(("body", "x", ())).reads == 1
+    assert a.buffers[a.position_buffer[("body", "x", ())]].reads == 1

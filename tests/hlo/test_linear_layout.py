@@ -13,16 +13,11 @@ from hlo.errors import LayoutError
 from hlo.linear_layout import (
     LinearLayout,
     blocked,
-    classify_conversion,
-    from_tiled_shape,
     identity1D,
     identity_standard,
-    mfma,
     swizzled_shared,
     zeros1D,
 )
-from hlo.shape import ArrayShape, Layout, Tile
-from hlo.tiling import logical_index, physical_element_count
 
 SETTINGS = settings(max_examples=150, deadline=None)
 
@@ -168,61 +163,7 @@ def test_seed_blocked_example() -> None:
     assert list(owner[15, 8:]) == [60, 60, 61, 61, 62, 62, 63, 63]
 
 
-@pytest.mark.parametrize("nonk", [32, 16])
-def test_mfma_pictures(nonk) -> None:
-    layout = mfma(nonk)
-    regs = 16 if nonk == 32 else 4
-    owned = {}
-    for r, lane in itertools.product(range(regs), range(64)):
-        owned.setdefault(lane, set()).add(layout.apply({"register": r, "lane": lane, "warp": 0}))
-    for lane, cells in owned.items():
-        if nonk == 32:
-            expected = {(row, lane % 32) for row in range(32) if (row // 4) % 2 == lane // 32}
-        else:
-            expected = {(row, lane % 16) for row in range(4 * (lane // 16), 4 * (lane // 16) + 4)}
-        assert cells == expected
-    assert layout.is_injective() and layout.is_surjective()
-
-
-def pow2_shapes():
-    p2 = st.sampled_from([1, 2, 4, 8])
-    return st.tuples(p2, p2, p2, st.permutations(range(3)),
-                     st.lists(st.tuples(p2, p2), max_size=2))
-
-
-@SETTINGS
-@given(pow2_shapes())
-def test_from_tiled_shape_matches_tiling(spec) -> None:
-    a, b, c, mtm, tiles = spec
-    shape = ArrayShape("f32", (a, b, c), Layout(tuple(mtm), tiles=tuple(Tile(t) for t in tiles)))
-    try:
-        layout = from_tiled_shape(shape)
-    except LayoutError:
-        # only padding may refuse: some offset must then be padding
-        assert any(logical_index(shape, k) is None for k in range(physical_element_count(shape)))
-        return
-    for offset in range(shape.element_count):
-        assert layout.apply((offset,)) == logical_index(shape, offset)
-
-
 def test_identity_standard_orders() -> None:
     col_major = identity_standard("offset", (4, 4), (0, 1))
     assert [col_major.apply((k,)) for k in range(5)] == [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1)]
 
-
-def test_classify_conversions() -> None:
-    row = identity_standard("offset", (32, 32), (1, 0))
-    col = identity_standard("offset", (32, 32), (0, 1))
-    assert classify_conversion(row, row, 2).kind == "identity"
-    transpose = classify_conversion(row, col, 5)
-    assert transpose.kind == "cross_block" and transpose.crossing == (0, 1, 2, 3, 4)
-    # a swizzle with vec=4 keeps 4-element vectors whole and only moves vectors
-    swz = swizzled_shared((32, 32), vec=4, per_phase=1, max_phase=8)
-    assert classify_conversion(row, swz, 2).kind == "block_permutation"
-    # against a 32-element row (5 bits) it shuffles inside rows only
-    assert classify_conversion(row, swz, 5).kind == "intra_block"
-    # TPU-like (8,128) tiling of f32[16,256] against row-major, 1024-element tiles
-    tiled = from_tiled_shape(ArrayShape("f32", (16, 256), Layout((1, 0), tiles=(Tile((8, 128)),))))
-    flat = identity_standard("offset", (16, 256), (1, 0))
-    moved = classify_conversion(flat, tiled, 7)  # 128-element rows stay whole
-    assert moved.kind in ("block_permutation",) and not moved.crossing

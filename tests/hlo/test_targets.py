@@ -81,12 +81,6 @@ def test_ascend_formats_and_ttrans() -> None:
     unit = ascend.transpose_unit
     assert unit.is_aligned(cols=16, element_bytes=2) and not unit.is_aligned(cols=15, element_bytes=2)
     assert not unit.is_aligned(cols=8, element_bytes=8)   # 8-byte elements are not supported
-    # [H,W] -> [W,H], f16, H=20: W * ceil(20/16)*16 * 2
-    assert unit.tmp_bytes_2d(h=20, w=7, element_bytes=2) == 7 * 32 * 2
-    assert unit.tmp_bytes_2d(h=20, w=7, element_bytes=1) == 7 * 32 * 1
-    # NCHW -> NC1HWC0 with C0 = 16 (f16): H*W*ceil(16/16)*16*2
-    assert unit.tmp_bytes_nchw_to_nc1hwc0(h=3, w=5, c0=16, element_bytes=2) == 3 * 5 * 16 * 2
-    assert unit.tmp_bytes_nc1hwc0_to_nchw(h=3, w=5, c0=16, element_bytes=2) == 16 * 16 * 2
 
 
 def test_copy_cost_is_bytes_over_bandwidth() -> None:
