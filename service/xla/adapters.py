@@ -1,7 +1,7 @@
 """What XLA's own passes would have added to a module so that XLA:CPU runs it as written.
 
 The execution path hands XLA the module at ``PRE_SCHEDULER``, after XLA's fusion and copy
-insertion ran on another module, so nothing adapts ours. Two kinds of instruction need what
+insertion ran on another module, so nothing adapts ours. Three kinds of instruction need what
 those passes add (measured, ORACLES §3):
 
 - ``scatter``: XLA:CPU's thunk emitter has no standalone scatter, only a scatter inside a
@@ -11,6 +11,10 @@ those passes add (measured, ORACLES §3):
   buffer assignment aborts (a constant in the state) or the numbers are wrong. Each loop gets
   a copy of every leaf of its init, of every element its body reads from its parameter, and
   of every element of its body's root.
+- an instruction with ``output_to_operand_aliasing`` (LAPACK custom-calls factor in place):
+  it writes into its operand's buffer, so copy insertion gives it a copy of that operand;
+  without one, another use of the operand reads the factor (measured: wrong numbers in
+  ``linalg_custom_calls`` when one copy served two uses).
 
 Every copy keeps its source's layout and the fusion computes exactly the scatter, so the
 layouts that run are the ones written; the copies cost the same in two modules that differ
@@ -81,8 +85,9 @@ def adapt_for_xla(module: Module) -> Module:
              if instr.opcode == "fusion" for name in instr.called_computations()}
     bodies = {computation_name(instr.attr("body")) for comp in module.computations
               for instr in comp.instructions if instr.opcode == "while"}
-    if not bodies and not any(i.opcode == "scatter" for c in module.computations
-                              if c.name not in fused for i in c.instructions):
+    if not bodies and not any(i.opcode == "scatter" or i.attr("output_to_operand_aliasing")
+                              for c in module.computations if c.name not in fused
+                              for i in c.instructions):
         return module
     adapter = _Adapter(NameTable(module))
     comps = []
@@ -132,6 +137,8 @@ class _Adapter:
                 fusion, called = self.scatter(out, instr, shapes)
                 out.append(fusion)
                 extra.append(called)
+            elif instr.attr("output_to_operand_aliasing"):
+                out.append(self.aliased(out, instr, shapes))
             elif instr.opcode == "while":
                 init = self.leaves_copied(out, instr.operands[0], shapes[instr.operands[0]])
                 out.append(dataclasses.replace(instr, operands=(init,)))
@@ -143,6 +150,15 @@ class _Adapter:
         if is_body:
             root = self.leaves_copied(out, root, shapes[comp.root])
         return [*extra, dataclasses.replace(comp, instructions=tuple(out), root=root)]
+
+    def aliased(self, out: list[Instruction], instr: Instruction, shapes: dict) -> Instruction:
+        """``instr`` (a custom-call writing an output into an operand's buffer) reading a copy
+        of each aliased operand: another use of that operand keeps its own value."""
+        operands = list(instr.operands)
+        aliases = instr.attr("output_to_operand_aliasing")
+        for k in sorted({a.operand for a in aliases if a.operand < len(operands)}):
+            operands[k] = self.leaves_copied(out, operands[k], shapes[operands[k]])
+        return dataclasses.replace(instr, operands=tuple(operands))
 
     def scatter(self, out: list[Instruction], instr: Instruction, shapes: dict
                 ) -> tuple[Instruction, Computation]:

@@ -112,3 +112,24 @@ def test_corpus_modules_with_scatters_and_loops_match_xla_own_pipeline(name):
     run = run_modules([("after_layout", xla), ("pre", pre)], plain={"pre"})
     assert [e.refusal for e in run.executions] == [None, None]
     assert run.matches(1).ok
+
+
+@pytest.mark.xla
+def test_our_layouts_of_in_place_lapack_calls_compute_what_xla_own_pipeline_computes():
+    """LAPACK custom-calls write into their operand (``output_to_operand_aliasing``); our
+    rewrite shares one copy among uses, and only the copy insertion the adapter adds keeps
+    the other uses' values (without it ours computed wrong numbers on this path)."""
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+
+    before = parse_file(shared_path("corpus", "linalg_custom_calls.before_layout.hlo"))
+    pre = parse_file(shared_path("corpus", "linalg_custom_calls.pre.hlo"))
+    ours = assign(before, "cpu", AssignOptions(time_limit_s=5)).module
+    adapted = adapt_for_xla(ours)
+    by_name = {i.name: i for c in adapted.computations for i in c.instructions}
+    for instr in by_name.values():
+        for alias in instr.attr("output_to_operand_aliasing") or ():
+            assert by_name[instr.operands[alias.operand]].opcode in ("copy", "tuple")
+    run = run_modules([("ours", ours), ("pre", pre)], plain={"pre"})
+    assert [e.refusal for e in run.executions] == [None, None]
+    assert run.matches(1).ok, run.matches(1).difference
