@@ -23,10 +23,12 @@ chain is solved twice (``h = 0``, ``h = 1``) the first time and looked up 23 tim
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from solver.problem import FORBIDDEN, Problem, make_problem
 
@@ -66,28 +68,36 @@ def _adjacency(problem: Problem) -> list[list[int]]:
     return adjacent
 
 
+def connected_pieces(nodes: Sequence[int], pairs: Iterable[tuple[int, int]]
+                     ) -> list[tuple[int, ...]]:
+    """The connected pieces of the graph on ``nodes`` whose edges are ``pairs`` (a pair
+    with an end outside ``nodes`` is left out), by scipy's ``connected_components``:
+    each piece's members in the order of ``nodes``, the pieces in the order of their
+    first member there."""
+    index = {n: i for i, n in enumerate(nodes)}
+    kept = [(index[u], index[v]) for u, v in pairs if u in index and v in index]
+    rows = np.fromiter((a for a, _ in kept), np.int64, len(kept))
+    cols = np.fromiter((b for _, b in kept), np.int64, len(kept))
+    size = len(index)
+    graph = coo_matrix((np.ones(len(kept), np.int8), (rows, cols)), shape=(size, size))
+    _, labels = connected_components(graph, directed=False)
+    pieces: dict[int, list[int]] = {}
+    for node, label in zip(nodes, labels.tolist()):
+        pieces.setdefault(label, []).append(node)
+    return [tuple(piece) for piece in pieces.values()]
+
+
 def components(problem: Problem) -> list[tuple[int, ...]]:
     """Connected components (edges only; ties and memory rows are not followed),
     each sorted, in order of their smallest node."""
-    return _pieces(_adjacency(problem), range(problem.num_nodes), set())
+    return connected_pieces(range(problem.num_nodes), ((e.u, e.v) for e in problem.edges))
 
 
-def _pieces(adjacent: list[list[int]], nodes, removed: set[int]) -> list[tuple[int, ...]]:
-    seen = set(removed)
-    out = []
-    for start in nodes:
-        if start in seen:
-            continue
-        seen.add(start)
-        stack, piece = [start], [start]
-        while stack:
-            for w in adjacent[stack.pop()]:
-                if w not in seen:
-                    seen.add(w)
-                    stack.append(w)
-                    piece.append(w)
-        out.append(tuple(sorted(piece)))
-    return out
+def _pieces(adjacent: list[list[int]], nodes: Sequence[int], removed: set[int]
+            ) -> list[tuple[int, ...]]:
+    """The pieces ``nodes`` fall into once ``removed`` is taken out (``nodes`` sorted)."""
+    left = [n for n in nodes if n not in removed]
+    return connected_pieces(left, ((n, w) for n in left for w in adjacent[n]))
 
 
 def find_split(problem: Problem, nodes: tuple[int, ...],

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver import memory as memory_checks
+from solver.conditioning import connected_pieces
 from solver.errors import Infeasible, ProblemError
 from solver.options import ALL_PASSES
 from solver.fusion import functional_groups
@@ -397,21 +398,7 @@ def _product_at_most(sizes: list[int], limit: int) -> bool:
 
 def _enumerate_components(graph: WorkGraph, relevant: set[int]) -> None:
     """Solve small memory-free components by enumerating every assignment."""
-    alive = graph.alive()
-    parent = {n: n for n in alive}
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for u, v in graph.tables:
-        parent[find(u)] = find(v)
-    components: dict[int, list[int]] = {}
-    for n in alive:
-        components.setdefault(find(n), []).append(n)
-    for members in components.values():
+    for members in connected_pieces(graph.alive(), graph.tables):
         if any(n in relevant for n in members):
             continue
         sizes = [len(graph.unary[n]) for n in members]
