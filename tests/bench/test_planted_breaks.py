@@ -18,11 +18,9 @@ ADD = """add {
 }
 """
 
-# s + reverse(s) of rows centered over two rows, (v0 - m, v1 - m): zero in exact arithmetic for
-# every input, so whatever feeds v (here a divide, then with its operands swapped) is invisible.
-IDENTICALLY_ZERO = ADD + """
-ENTRY e {
-  x = f32[2,4] parameter(0)
+# Two rows centered over their mean: c = (v0 - m, v1 - m) = ±(v0 - v1)/2, where v is a divide
+# (DIVIDE, written with its operands one way or swapped).
+CENTERED_ROWS = """  x = f32[2,4] parameter(0)
   one = f32[] constant(1)
   ones = f32[2,4] broadcast(one), dimensions={}
   a = f32[2,4] abs(x)
@@ -35,7 +33,13 @@ ENTRY e {
   m = f32[4] multiply(s, hb)
   mb = f32[2,4] broadcast(m), dimensions={1}
   c = f32[2,4] subtract(v, mb)
-  r = f32[2,4] reverse(c), dimensions={0}
+"""
+
+# s + reverse(s) of rows centered over two rows, (v0 - m, v1 - m): zero in exact arithmetic for
+# every input, so whatever feeds v (here a divide, then with its operands swapped) is invisible.
+IDENTICALLY_ZERO = ADD + """
+ENTRY e {
+""" + CENTERED_ROWS + """  r = f32[2,4] reverse(c), dimensions={0}
   ROOT o = f32[2,4] add(c, r)
 }
 """
@@ -59,20 +63,7 @@ max_index {
 }
 
 ENTRY e {
-  x = f32[2,4] parameter(0)
-  one = f32[] constant(1)
-  ones = f32[2,4] broadcast(one), dimensions={}
-  a = f32[2,4] abs(x)
-  d = f32[2,4] add(a, ones)
-  v = f32[2,4] DIVIDE
-  z = f32[] constant(0)
-  s = f32[4] reduce(v, z), dimensions={0}, to_apply=add
-  h = f32[] constant(0.5)
-  hb = f32[4] broadcast(h), dimensions={}
-  m = f32[4] multiply(s, hb)
-  mb = f32[2,4] broadcast(m), dimensions={1}
-  c = f32[2,4] subtract(v, mb)
-  ac = f32[2,4] abs(c)
+""" + CENTERED_ROWS + """  ac = f32[2,4] abs(c)
   q = f32[2,4] sqrt(ac)
   io = s32[2,4] iota(), iota_dimension=0
   ninf = f32[] constant(-inf)
