@@ -27,6 +27,7 @@ import dataclasses
 import ml_dtypes
 import numpy as np
 
+from hlo.graph import CallGraph
 from hlo.ir import Computation, Instruction, Module
 from hlo.shape import ArrayShape, Layout, Shape, TupleShape
 
@@ -209,18 +210,18 @@ _FLOW_ATTRIBUTES = frozenset({"body", "condition", "branch_computations", "true_
 def _control_flow_computations(module: Module) -> frozenset[str]:
     """The entry and the computations it reaches through while, conditional, call (``to_apply``
     of a ``call`` is a function of the program, as jax emits for its named functions) and fusion."""
-    by_name = {c.name: c for c in module.computations}
+    opcodes = {(c.name, i.name): i.opcode for c in module.computations for i in c.instructions}
+    flow: dict[str, list[str]] = {}
+    for site in CallGraph(module).call_sites():
+        if site.attribute in _FLOW_ATTRIBUTES or (
+                site.attribute == "to_apply" and opcodes[(site.caller, site.instruction)] == "call"):
+            flow.setdefault(site.caller, []).append(site.callee)
     found, todo = set(), [module.entry.name]
     while todo:
         name = todo.pop()
-        if name in found or name not in by_name:
-            continue
-        found.add(name)
-        for instr in by_name[name].instructions:
-            for key, value in instr.attributes:
-                if key in _FLOW_ATTRIBUTES or (key == "to_apply" and instr.opcode == "call"):
-                    refs = value if isinstance(value, tuple) else (value,)
-                    todo.extend(str(getattr(r, "name", r)) for r in refs)
+        if name not in found:
+            found.add(name)
+            todo.extend(flow.get(name, ()))
     return frozenset(found)
 
 
