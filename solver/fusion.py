@@ -62,6 +62,43 @@ class _Group:
         return out
 
 
+def _functional_edges(problem: Problem, allowed: list[np.ndarray], tied: set[int]
+                      ) -> list[tuple[int, int, np.ndarray]]:
+    """The functional edges, in the problem's order, as ``(u, v, mapping)``: ``mapping[a]``
+    is the one label of ``v`` allowed with label ``a`` of ``u`` (-1: none). Decided table
+    shape by table shape (each edge's verdict depends on its table and its ends' allowed
+    labels only)."""
+    count = [int(a.sum()) for a in allowed]
+    by_shape: dict[tuple[int, int], list[int]] = {}
+    for i, edge in enumerate(problem.edges):
+        # A table without forbidden entries between nodes with two or more
+        # allowed labels is not functional; single-label ends are folded later.
+        if count[edge.u] < 2 or count[edge.v] < 2 or edge.u in tied or edge.v in tied:
+            continue
+        by_shape.setdefault(edge.costs.shape, []).append(i)
+    found: list[tuple[int, int, int, np.ndarray]] = []
+    for picked in by_shape.values():
+        costs = np.stack([problem.edges[i].costs for i in picked])
+        forbids = np.flatnonzero((costs >= FORBIDDEN).any(axis=(1, 2)))
+        if not len(forbids):
+            continue
+        picked = [picked[j] for j in forbids.tolist()]
+        costs = costs[forbids]
+        edges = [problem.edges[i] for i in picked]
+        finite = ((costs < FORBIDDEN) & np.stack([allowed[e.u] for e in edges])[:, :, None]
+                  & np.stack([allowed[e.v] for e in edges])[:, None, :])
+        rows_ok = (finite.sum(axis=2) <= 1).all(axis=1)
+        cols_ok = ~rows_ok & (finite.sum(axis=1) <= 1).all(axis=1)
+        by_row = np.where(finite.any(axis=2), finite.argmax(axis=2), -1)
+        by_col = np.where(finite.any(axis=1), finite.argmax(axis=1), -1)
+        for j in np.flatnonzero(rows_ok).tolist():
+            found.append((picked[j], edges[j].u, edges[j].v, by_row[j]))
+        for j in np.flatnonzero(cols_ok).tolist():
+            found.append((picked[j], edges[j].v, edges[j].u, by_col[j]))
+    found.sort(key=lambda f: f[0])
+    return [(u, v, mapping) for _, u, v, mapping in found]
+
+
 def functional_groups(problem: Problem, cap: int) -> list[dict[int, np.ndarray]]:
     """Groups of two or more nodes fused along functional edges.
 
@@ -80,23 +117,7 @@ def functional_groups(problem: Problem, cap: int) -> list[dict[int, np.ndarray]]
             g = owner[node] = _Group(node, np.flatnonzero(allowed[node]))
         return g
 
-    count = [int(a.sum()) for a in allowed]
-    for edge in problem.edges:
-        # A table without forbidden entries between nodes with two or more
-        # allowed labels is not functional; single-label ends are folded later.
-        if count[edge.u] < 2 or count[edge.v] < 2 or edge.costs.max() < FORBIDDEN:
-            continue
-        if edge.u in tied or edge.v in tied:
-            continue
-        finite = (edge.costs < FORBIDDEN) & allowed[edge.u][:, None] & allowed[edge.v][None, :]
-        if (finite.sum(axis=1) <= 1).all():
-            u, v = edge.u, edge.v
-        elif (finite.sum(axis=0) <= 1).all():
-            u, v, finite = edge.v, edge.u, finite.T
-        else:
-            continue
-        # mapping[a]: the one label of v allowed with label a of u (-1: none).
-        mapping = np.where(finite.any(axis=1), finite.argmax(axis=1), -1)
+    for u, v, mapping in _functional_edges(problem, allowed, tied):
         gu, gv = group(u), group(v)
         target = mapping[gu.column(u)]
         if gu is gv:

@@ -31,7 +31,7 @@ leaf folded into ``b``, then ``b`` into ``c``, then ``c`` takes its best label.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import defaultdict, deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,10 +103,7 @@ def reduce_problem(problem: Problem, passes: tuple[str, ...] = ALL_PASSES,
                 relevant = set()
         stats.append(("memory nodes", len(relevant)))
         if "dominated-labels" in passes:
-            for i, node in enumerate(graph.alive()):
-                if i % 1024 == 0 and not in_time():
-                    break
-                _drop_dominated(graph, node, relevant)
+            _drop_all_dominated(graph, relevant, in_time)
         stats.append(("labels", sum(len(graph.unary[n]) for n in graph.alive())))
         if "eliminate" in passes and in_time():
             _eliminate(graph, relevant, fixed)
@@ -290,6 +287,84 @@ def _memory(graph: WorkGraph, limit: int | None, fixed: list[FixedUse]) -> set[i
     graph.node_uses = {n: [i for i in uses if graph.uses[i] is not None]
                        for n, uses in graph.node_uses.items() if n in relevant}
     return relevant
+
+
+def _drop_all_dominated(graph: WorkGraph, relevant: set[int], in_time) -> None:
+    """:func:`_drop_dominated` on every node in order, checked on every node at once first
+    (:func:`_dominated_now`): a node's rows change only when a neighbour loses labels, so a
+    node none of whose neighbours lost any before its turn takes the verdict computed on
+    the graph as it was; the others are checked again on their own."""
+    nodes = graph.alive()
+    verdicts = _dominated_now(graph, nodes, relevant)
+    shrunk: set[int] = set()
+    for i, node in enumerate(nodes):
+        if i % 1024 == 0 and not in_time():
+            break
+        if shrunk and not shrunk.isdisjoint(graph.adj[node]):
+            k = len(graph.unary[node])
+            _drop_dominated(graph, node, relevant)
+            if len(graph.unary[node]) < k:
+                shrunk.add(node)
+        elif node in verdicts:
+            graph.restrict(node, verdicts[node])
+            shrunk.add(node)
+
+
+def _dominated_now(graph: WorkGraph, nodes: list[int], relevant: set[int]
+                   ) -> dict[int, np.ndarray]:
+    """The labels :func:`_drop_dominated` keeps at each of ``nodes`` on the graph as it is,
+    for the nodes where it drops some, computed table shape by table shape: ``no_worse``
+    of a node is the AND of one comparison per part of its rows (unary, each incident
+    table, each memory use)."""
+    count = {n: len(graph.unary[n]) for n in nodes}
+    width = {n: 1 + sum(count[o] for o in graph.adj[n])
+             + (len(graph.node_uses.get(n, ())) if n in relevant else 0) for n in nodes}
+    checked = [n for n in nodes
+               if 2 <= count[n] <= DOMINANCE_LIMIT and count[n] ** 2 * width[n] <= DOMINANCE_WORK]
+    # no_worse[k][slot[n]]: the (k, k) matrix of node n, nodes grouped by label count k.
+    slot: dict[int, int] = {}
+    members: dict[int, list[int]] = {}
+    for n in checked:
+        group = members.setdefault(count[n], [])
+        slot[n] = len(group)
+        group.append(n)
+    no_worse = {}
+    for k, group in members.items():
+        unary = np.stack([graph.unary[n] for n in group])
+        no_worse[k] = unary[:, :, None] <= unary[:, None, :]
+    for n in checked:
+        if n in relevant:
+            for i in graph.node_uses.get(n, ()):
+                usage = graph.uses[i][3]
+                no_worse[count[n]][slot[n]] &= usage[:, None] <= usage[None, :]
+    by_shape: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for key, table in graph.tables.items():
+        by_shape[table.shape].append(key)
+    for (ku, kv), keys in by_shape.items():
+        stack = np.stack([graph.tables[key] for key in keys])
+        for end, k, compare in ((0, ku, lambda t: (t[:, :, None, :] <= t[:, None, :, :]).all(axis=3)),
+                                (1, kv, lambda t: (t[:, :, :, None] <= t[:, :, None, :]).all(axis=1))):
+            if k not in members:
+                continue
+            picked = [j for j, key in enumerate(keys) if key[end] in slot and count[key[end]] == k]
+            if not picked:
+                continue
+            slots = np.array([slot[keys[j][end]] for j in picked])
+            worse = ~compare(stack[picked])
+            # A node can meet several tables of one shape: count the failures, then clear.
+            failures = np.zeros(no_worse[k].shape, np.int32)
+            np.add.at(failures, slots, worse)
+            no_worse[k] &= failures == 0
+    verdicts: dict[int, np.ndarray] = {}
+    for k, group in members.items():
+        nw = no_worse[k]
+        index = np.arange(k)
+        beats = nw & (~nw.transpose(0, 2, 1) | (index[:, None] < index[None, :]))
+        beats[:, index, index] = False
+        keep = ~beats.any(axis=1)
+        for j in np.flatnonzero(~keep.all(axis=1)).tolist():
+            verdicts[group[j]] = keep[j]
+    return verdicts
 
 
 def _drop_dominated(graph: WorkGraph, node: int, relevant: set[int]) -> None:

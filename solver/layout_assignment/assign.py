@@ -19,8 +19,11 @@ duplicates and no-op copies included; bitcast transposes/reshapes are free.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from hlo.ir import Module, ProgramShape
@@ -247,6 +250,7 @@ class ExactStart:
 def _prepare_exact(compiled: Compiled, options: SolveOptions) -> ExactStart:
     began = time.perf_counter()
     exact = exact_problem(compiled)
+    _settle()
     stated = round((time.perf_counter() - began) * 1000, 3)
     return ExactStart(exact, prepare(exact, options), stated)
 
@@ -273,6 +277,30 @@ def assign(module: Module, target: str | Target, options: AssignOptions = Assign
     optional steps are skipped when it is spent. ``progress`` hears every step and
     every better answer or bound (:mod:`solver.progress`; costs are true costs).
     """
+    with _long_lived_kept():
+        return _assign(module, target, options, progress)
+
+
+@contextmanager
+def _long_lived_kept() -> Iterator[None]:
+    """The objects alive now (the module, above all) are left out of the cyclic
+    collector's passes until the assignment ends, as are those alive at each
+    :func:`_settle` inside it: on a 30k-instruction module the collector's full passes
+    over the graph, candidates and problems cost seconds and free nothing of them."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _settle() -> None:
+    """Everything alive now lives until the assignment ends (see :func:`_long_lived_kept`)."""
+    gc.freeze()
+
+
+def _assign(module: Module, target: str | Target, options: AssignOptions,
+            progress: ProgressCallback | None) -> AssignResult:
     laps = Laps()
     tracker = Tracker(progress)
     tracker.enter("candidates")
@@ -283,6 +311,7 @@ def assign(module: Module, target: str | Target, options: AssignOptions = Assign
     passes = normalization_passes(options.normalize, target)
     cm = CostModel(target)
     compiled = _compile(module, options, cm, laps)
+    _settle()
     tracker.enter("baselines")
     runs = _baselines(compiled, laps)
     tracker.heard(best=min(runs.estimated().values()))
@@ -359,6 +388,7 @@ def optimality_scope(compiled: Compiled, cap: int) -> dict:
 def _compile(module: Module, options: AssignOptions, cm: CostModel, laps: Laps) -> Compiled:
     """Layout graph -> candidate layouts -> the per-use labeling problem."""
     graph = build_graph(module, entry_auto=options.entry_layout == EntryLayout.AUTO)
+    _settle()
     cands = candidate_sets(graph, cm, cap=options.max_candidates)
     laps.lap("candidates")
     compiled = compile_problem(graph, cands, cm)
