@@ -25,6 +25,10 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   ``reduce_min_extent`` is the smallest ``R`` from which on every ``e_R >= 1`` (below it a
   column reduction is as fast as a row one: its strided reads stay in cache), and
   ``reduce_read_factor`` the median ``e_R`` from there (without the group: the 2-D fit above);
+- ``reduce_order_factor``: the median over groups of ``(t(row_misordered) - t(row_ordered))``
+  (the samples pair up in order, one of each per group) over one pass of the operand as
+  the model prices it: the extra passes a row reduction pays when its physically minor dim
+  is not the one whose loop XLA:CPU vectorizes (0 without the groups);
 - ``conv_naive_ns_per_flop``: the median of ``(t(conv_naive) - t(conv_default)) / flops``: a
   convolution with any array in another layout runs as a naive loop (XLA:CPU gives Eigen
   row-major convolutions only).
@@ -70,6 +74,7 @@ class Coefficients:
     inline_relayout: float = 1.0
     reduce_min_extent: int = 0
     conv_naive_ns_per_flop: float = 0.0
+    reduce_order_factor: float = 0.0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -78,7 +83,8 @@ class Coefficients:
                             round(self.standalone, 2), round(self.reduce_read_factor, 2),
                             self.reduce_slow, self.samples, round(self.reshape_standalone, 2),
                             round(self.inline_relayout, 2), self.reduce_min_extent,
-                            round(self.conv_naive_ns_per_flop, 4))
+                            round(self.conv_naive_ns_per_flop, 4),
+                            round(self.reduce_order_factor, 2))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +135,23 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         inline_relayout=max(1.0, _inline(samples, bandwidth, cache_bandwidth, minor / copy)),
         reduce_min_extent=min_extent,
         conv_naive_ns_per_flop=_naive_convolution(samples),
+        reduce_order_factor=_reduction_order(samples, bandwidth, cache_bandwidth),
     )
+
+
+def _reduction_order(samples: Sequence[Sample], bandwidth: float,
+                     cache_bandwidth: float) -> float:
+    """Extra passes of a row reduction whose minor dim is not the first it lists: the median
+    over shapes of ``(t(row_misordered) - t(row_ordered))`` over one pass of the operand as
+    the model prices it (0 without the group)."""
+    ordered = [s for s in samples if s.kind == "row_ordered"]
+    misordered = [s for s in samples if s.kind == "row_misordered"]
+    if len(ordered) != len(misordered):
+        raise FitError("'row_ordered' and 'row_misordered' samples do not pair up")
+    # Paired in order: each group gives one of each.
+    extra = [(m.ns - o.ns) / _pass_ns(m.bytes, bandwidth, cache_bandwidth)
+             for o, m in zip(ordered, misordered)]
+    return max(0.0, float(np.median(extra))) if extra else 0.0
 
 
 def _naive_convolution(samples: Sequence[Sample]) -> float:

@@ -23,6 +23,8 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
 - ``column_R`` / ``row_R``: a sum over dim 0 of ``[R, N/R]`` (1 MiB of f32) laid out ``{1,0}``
   (the kept dim minor: each result element reads ``R`` elements a row apart) or ``{0,1}``
   (the reduced dim minor), for ``R`` from 16 to 4096: where a column reduction turns slow;
+- ``row_ordered`` / ``row_misordered``: a 3-D row reduction with the dim whose loop XLA:CPU
+  vectorizes minor, or another reduced dim (:data:`ORDER_CASES`);
 - ``dot_nn`` / ``dot_tn`` / ``dot_nt``: a square dot with row-major operands, or the lhs/rhs
   column-major;
 - ``slice``, ``concatenate``, ``pad``, ``broadcast``, ``bitcast_reshape``: recorded, not fitted.
@@ -174,6 +176,46 @@ def reduction_group(extent: int, elements: int = 1 << 18) -> Group:
     return Group(f"f32[{n},{m}] reduce", tuple(benches))
 
 
+#: The reduction-order groups: shape, reduced dims, the layout with the vectorized loop's dim
+#: minor (``row_ordered``) and one with another reduced dim minor (``row_misordered``). The
+#: loops nest in the listed order, the last innermost; an innermost loop of at most 64
+#: iterations is unrolled whole, leaving the one around it to be vectorized.
+ORDER_CASES = (((32, 64, 128), (0, 1), "{0,1,2}", "{1,0,2}"),
+               ((64, 32, 128), (0, 1), "{0,1,2}", "{1,0,2}"),
+               ((128, 32, 256), (0, 1), "{0,1,2}", "{1,0,2}"),
+               ((32, 32, 256), (0, 2), "{2,1,0}", "{0,2,1}"))
+
+
+def reduction_order_group(dims: tuple[int, ...], reduced: tuple[int, ...], ordered: str,
+                          misordered: str) -> Group:
+    """``f32[dims]`` summed over ``reduced`` with the vectorized loop's dim minor and with
+    another reduced dim minor (both row reductions), with a base module (a group's modules
+    share parameter dims; their layouts may differ)."""
+    text = ",".join(map(str, dims))
+    kept = [dims[d] for d in range(len(dims)) if d not in reduced]
+    out = f"f32[{','.join(map(str, kept))}]{{{','.join(map(str, reversed(range(len(kept)))))}}}"
+    nbytes = 4
+    for d in dims:
+        nbytes *= d
+    one = f"f32[{','.join('1' * len(dims))}]{{{','.join(map(str, reversed(range(len(dims)))))}}}"
+    benches = []
+    for kind, layout in (("base", ordered), ("row_ordered", ordered),
+                         ("row_misordered", misordered)):
+        p = f"f32[{text}]{layout}"
+        label = f"{kind}_f32_{'x'.join(map(str, dims))}_{''.join(map(str, reduced))}"
+        if kind == "base":
+            window = ", ".join("[0:1]" for _ in dims)
+            body = [f"%p = {p} parameter(0)", f"ROOT %s = {one} slice(%p), slice={{{window}}}"]
+            module = _module(label, [p], body, one)
+        else:
+            body = [f"%p = {p} parameter(0)", "%z = f32[] constant(0)",
+                    f"ROOT %r = {out} reduce(%p, %z), dimensions={{{','.join(map(str, reduced))}}}, "
+                    "to_apply=%sum"]
+            module = _module(label, [p], body, out, _reducer("f32"))
+        benches.append(Bench(kind, label, module, nbytes, "f32"))
+    return Group(f"f32[{text}] reduce over {reduced} order", tuple(benches))
+
+
 def convolution_group(batch: int = 8, size: int = 32, features: int = 16) -> Group:
     """A 3x3 same-padded NHWC convolution, all row-major, then with one array in another
     layout (XLA:CPU hands only row-major convolutions to Eigen)."""
@@ -204,5 +246,6 @@ def groups(quick: bool = False) -> list[Group]:
     out += [major_group("f32", n, m) for n, m in sizes]
     out += [binary_group("f32", n) for n in (256, 512)[: 1 if quick else 2]]
     out += [reduction_group(r) for r in (STRIDED_EXTENTS[1::2] if quick else STRIDED_EXTENTS)]
+    out += [reduction_order_group(*case) for case in (ORDER_CASES[1:2] if quick else ORDER_CASES)]
     out.append(convolution_group())
     return out

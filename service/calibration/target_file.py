@@ -8,6 +8,10 @@ from collections import defaultdict
 from service.calibration.fit import CACHE_BYTES
 from service.calibration.run import Calibration
 
+#: The longest innermost reduction loop LLVM unrolls whole in XLA:CPU (measured: loops of 16,
+#: 32 and 64 iterations behave unrolled, 128 and 256 not); not fitted.
+UNROLL_EXTENT = 64
+
 _TEMPLATE = '''# {platform}: calibrated by `hlo-layout calibrate --platform {platform}` through XLA's own
 # execution path (the module run as written, one pinned CPU, {reps} interleaved rounds).
 # Machine: {machine}. Date: {date}. Load average then: {load}.
@@ -18,7 +22,7 @@ cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
 tileable_minor_dims = 0
-calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement, a reshape that is not a bitcast {c.reshape_standalone}x; an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}. {n} samples."
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement, a reshape that is not a bitcast {c.reshape_standalone}x; an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}. {n} samples."
 
 [transpose]
 minor_moving = {c.minor_moving}
@@ -63,8 +67,8 @@ note = "XLA:CPU's FFT requires dim-0-major (default) layouts (IsMonotonicWithDim
 op = "reduce"
 kind = "reduction_minor"
 hard = false
-params = {{ slow = "{c.reduce_slow}", read_factor = {c.reduce_read_factor}{extent_param} }}
-note = "XLA:CPU's unfused reduce runs one of the two forms (minor dim kept or reduced) slower."
+params = {{ slow = "{c.reduce_slow}", read_factor = {c.reduce_read_factor}{extent_param}{order_param} }}
+note = "XLA:CPU's unfused reduce runs one of the two forms (minor dim kept or reduced) slower{order_note}."
 '''
 
 
@@ -80,7 +84,16 @@ def target_toml(calibration: Calibration) -> str:
                                          f"{c.reduce_min_extent} elements"
                                          if c.reduce_min_extent else ""),
                             extent_param=(f", min_extent = {c.reduce_min_extent}"
-                                          if c.reduce_min_extent else ""))
+                                          if c.reduce_min_extent else ""),
+                            order_param=(f", order_factor = {c.reduce_order_factor}, "
+                                         f"unroll_extent = {UNROLL_EXTENT}"
+                                         if c.reduce_order_factor else ""),
+                            order_note=(f"; a row reduction whose physically minor dim is not "
+                                        f"the one whose loop is vectorized (the last listed, "
+                                        f"or the one before it when the last has at most "
+                                        f"{UNROLL_EXTENT} elements and is unrolled) "
+                                        f"{c.reduce_order_factor} extra passes"
+                                        if c.reduce_order_factor else ""))
     return text + "\n" + _measurements(calibration)
 
 

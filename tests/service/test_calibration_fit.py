@@ -133,3 +133,25 @@ def test_the_written_target_file_loads_and_carries_the_coefficients(tmp_path):
     rule = next(r for r in load_target(read_target_file(path)).op_rules
                 if r.kind == "reduction_minor")
     assert rule.params == {"slow": "kept", "read_factor": 12.0, "min_extent": 256}
+
+
+def test_the_reduction_order_factor_is_the_extra_passes_of_the_misordered_row_reduction(tmp_path):
+    from hlo.target import load_target, read_target_file
+    from service.calibration.run import Calibration
+    from service.calibration.target_file import target_toml
+
+    # 1 MiB operands (the synthetic cache bandwidth is the memory's, 12.5 GB/s: one pass is
+    # 83886.08 ns); one group's misordered reduction takes 7 passes more, the other's 9.
+    one_pass = (1 << 20) / TRUE["bandwidth"]
+    order = [Sample("row_ordered", 1 << 20, 3e4), Sample("row_misordered", 1 << 20, 3e4 + 7 * one_pass),
+             Sample("row_ordered", 1 << 20, 5e4), Sample("row_misordered", 1 << 20, 5e4 + 9 * one_pass)]
+    assert fit(synthetic()).reduce_order_factor == 0.0  # no group: no term
+    c = fit(synthetic() + order).rounded()
+    # Paired in order (one of each per group): 7 and 9 extra passes -> median 8.
+    assert c.reduce_order_factor == pytest.approx(8.0)
+    path = tmp_path / "cpu.toml"
+    path.write_text(target_toml(Calibration("cpu", "m", "2026-01-01 00:00 UTC", (1.0, 1.0, 1.0),
+                                            5, c, ())))
+    rule = next(r for r in load_target(read_target_file(path)).op_rules
+                if r.kind == "reduction_minor")
+    assert rule.params["order_factor"] == 8.0

@@ -161,3 +161,78 @@ def test_a_convolution_in_another_layout_pays_the_naive_loop_per_flop():
     nchw = score(parse_module(CONV.replace("LAYOUT", "2,1,3,0")), cpu)
     assert nchw.total == int(flops * per_flop)
     assert "naive loop" in nchw.terms[0].reason
+
+
+ORDER = """HloModule r, entry_computation_layout={(f32[64,32,128]{LAYOUT})->f32[128]{0}}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[64,32,128]{LAYOUT} parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[128]{0} reduce(p, z), dimensions={DIMS}, to_apply=add
+}
+"""
+
+
+def test_a_row_reduction_whose_minor_dim_is_not_the_vectorized_loop_pays_the_order_passes():
+    # XLA:CPU nests the reduction loops in the listed order, the last innermost, and unrolls
+    # an innermost loop of at most ``unroll_extent`` iterations whole. Measured: summed over
+    # {0,1}, f32[64,32,128] took 0.03 ms as {0,1,2} and 0.23 ms as {1,0,2} (dim 1, 32, is
+    # unrolled: dim 0's loop is the vectorized one); f32[32,32,256] summed over {0,2} 0.056 ms
+    # as {2,1,0} and 0.088 ms as {0,2,1} (dim 2, 256, is not unrolled).
+    cpu = load_target("cpu")
+    rule = next(r for r in cpu.op_rules if r.kind == "reduction_minor")
+    factor = rule.params["order_factor"]
+    assert factor > 1 and 32 <= rule.params["unroll_extent"] < 256
+    # One pass over a 1 MiB operand: it fits the cache, so at the cache's bandwidth.
+    assert 64 * 32 * 128 * 4 <= cpu.cache_bytes
+    expected = int(factor * (64 * 32 * 128 * 4) / cpu.cache_bandwidth_gb_per_s)
+
+    def scored(text: str, layout: str, dims: str):
+        return score(parse_module(text.replace("LAYOUT", layout).replace("DIMS", dims)), cpu)
+
+    assert scored(ORDER, "0,1,2", "0,1").total == 0
+    misordered = scored(ORDER, "1,0,2", "0,1")
+    assert misordered.total == expected
+    assert "whose loop XLA:CPU vectorizes" in misordered.terms[0].reason
+    # Listed the other way round, dim 0 (64) is unrolled: dim 1 is the vectorized one.
+    assert scored(ORDER, "1,0,2", "1,0").total == 0
+    assert scored(ORDER, "0,1,2", "1,0").total == expected
+    long_inner = ORDER.replace("64,32,128", "32,32,256").replace("f32[128]", "f32[32]")
+    assert scored(long_inner, "2,1,0", "0,2").total == 0
+    assert scored(long_inner, "0,2,1", "0,2").total == expected
+
+
+def test_a_reduction_of_every_dim_pays_no_order_term():
+    # Measured: f32[512,512] summed over {0,1} ran as fast as {1,0} and as {0,1}.
+    full = REDUCE.replace("f32[OUT]{0}", "f32[]").replace("DIM", "0,1")
+    assert score(parse_module(full.replace("256,512]{1,0}", "256,512]{0,1}")), load_target("cpu")).total == 0
+    assert score(parse_module(full), load_target("cpu")).total == 0
+
+
+def test_assignment_makes_the_first_listed_reduced_dim_minor():
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+
+    # NHWC summed over H and W: row-major keeps C minor (a column reduction of 256 elements
+    # per result element); the fast form copies the operand so that H, then W, are minor.
+    text = """HloModule m, entry_computation_layout={(f32[4,16,16,16]{3,2,1,0})->f32[4,16]{1,0}}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[4,16,16,16]{3,2,1,0} parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[4,16]{1,0} reduce(p, z), dimensions={1,2}, to_apply=add
+}
+"""
+    result = assign(parse_module(text), "cpu", AssignOptions(time_limit_s=5))
+    names = {i.name: i for i in result.module.entry.instructions}
+    reduce = next(i for i in result.module.entry.instructions if i.opcode == "reduce")
+    operand = names[reduce.operands[0]].shape.layout.minor_to_major
+    assert operand[:2] == (1, 2)
