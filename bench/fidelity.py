@@ -17,6 +17,17 @@ ours/XLA paired ratio and the predicted one (``1 + (cost_ours - cost_xla) / meas
 Overall: tau pooled over all variants (predicted against measured ratio to XLA), how many
 modules ours is no slower (<= 1.02) / faster by 3 % or more, total time, sign agreement.
 ``--compare-target FILE`` also scores the variants with another target (the old model).
+
+Every tau comes twice (:mod:`bench.fidelity_stats`): plain (every pair of measured times
+ordered by value) and noise-aware (``tau_noise``: tau-b with the pairs whose measured times
+differ by less than the run's A/A interquartile band counted as ties), with how many variant
+pairs the run resolved at all.
+
+Unseen modules (``--unseen N``, default 3): ``N`` random programs of
+``bench/programs/random_programs.py`` at seeds from 90001 (the differential benchmark ran
+0-499) and the GPT-2 and ResNet training steps of ``bench/programs/deep.py`` at depth 1,
+lowered by JAX at run time, measured after the others the same way and summarized apart
+(``summary["unseen"]``): none of them was measured before the model was fitted.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 SHARED = Path(os.environ.get("HLO_LAYOUT_SHARED", REPO.parent / "shared"))
 
+from bench.fidelity_stats import kendall_tau, kendall_tau_noise, noise_band, within  # noqa: E402
 from hlo.equivalence import compare_normwise  # noqa: E402
 from hlo.parser import parse_module  # noqa: E402
 from service.layout_operations import model_cost  # noqa: E402
@@ -41,28 +53,6 @@ from service.xla.refusals import refusal_reason  # noqa: E402
 from solver.layout_assignment.assign import assign  # noqa: E402
 from solver.layout_assignment.options import AssignOptions  # noqa: E402
 from solver.layout_assignment.variants import layout_variants  # noqa: E402
-
-
-def kendall_tau(a: list[float], b: list[float]) -> float | None:
-    """Kendall's tau-b of two equally long sequences (None with fewer than 2 pairs)."""
-    n = len(a)
-    concordant = discordant = ties_a = ties_b = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            da, db = a[i] - a[j], b[i] - b[j]
-            if da == 0 and db == 0:
-                continue
-            if da == 0:
-                ties_a += 1
-            elif db == 0:
-                ties_b += 1
-            elif (da > 0) == (db > 0):
-                concordant += 1
-            else:
-                discordant += 1
-    total = concordant + discordant
-    denominator = ((total + ties_a) * (total + ties_b)) ** 0.5
-    return None if denominator == 0 else (concordant - discordant) / denominator
 
 
 def _read(path: Path) -> str:
@@ -79,8 +69,43 @@ def corpus_modules() -> list[str]:
     return names
 
 
+#: First seed of the unseen random programs: the differential benchmark ran seeds 0-499, and
+#: neither the calibration nor any tuning ran these.
+UNSEEN_SEED = 90001
+#: Unseen models of :mod:`bench.programs.deep` (family, depth) at small depth.
+UNSEEN_DEEP = (("gpt2", 1), ("resnet", 1))
+
+
+def unseen_modules(count: int) -> list[str]:
+    """Names of the unseen modules: ``count`` random programs at fixed seeds, then the deep
+    models' families at small depth (none of them measured before the model was fitted)."""
+    if count <= 0:
+        return []
+    return ([f"unseen_random_{UNSEEN_SEED + k}" for k in range(count)]
+            + [f"unseen_{family}_{depth}" for family, depth in UNSEEN_DEEP])
+
+
+def _unseen_program(name: str):
+    """``(function, args)`` of an unseen module's name."""
+    _, kind, number = name.split("_")
+    if kind == "random":
+        from bench.programs.random_programs import random_program
+
+        program = random_program(int(number))
+        return program.function, program.args
+    from bench.programs.deep import FAMILIES
+
+    return FAMILIES[kind](int(number))
+
+
 def stages_of(name: str) -> tuple[str, str, str]:
     """(pre, before_layout, after_layout) texts of a corpus module or a generated program."""
+    if name.startswith("unseen_"):
+        from service.xla.stages import dump_stages
+
+        f, args = _unseen_program(name)
+        s = dump_stages(f, *args, name=name)
+        return s.pre, s.before_layout, s.after_layout
     if name.startswith("gen_"):
         from bench.programs.fidelity import PROGRAMS
         from service.xla.stages import dump_stages
@@ -142,7 +167,8 @@ def measure_module(name: str, args, compare_target) -> dict:
                       [rows[lab]["median_ms"] for lab in ran]) if len(ran) > 2 else None
     tau_min = kendall_tau([rows[lab]["predicted_ns"] for lab in ran],
                           [rows[lab]["min_ms"] for lab in ran]) if len(ran) > 2 else None
-    out = {"module": name, "variants": rows, "tau": tau, "tau_min": tau_min,
+    out = {"module": name, "unseen": name.startswith("unseen_"), "variants": rows, "tau": tau,
+           "tau_min": tau_min,
            "same_as_xla": same_program(xla, ours.module), "assign_s": round(assign_s, 2),
            "status": ours.status, "noise": run.noise().to_json() if run.noise() else None,
            "semantics_refusal": semantics.refusal, "load": [load_before, load_after]}
@@ -150,7 +176,30 @@ def measure_module(name: str, args, compare_target) -> dict:
             rows[lab]["predicted_ns_compare"] is not None for lab in ran):
         out["tau_compare"] = kendall_tau([rows[lab]["predicted_ns_compare"] for lab in ran],
                                          [rows[lab]["median_ms"] for lab in ran])
+    out.update(noise_aware(out))
     return out
+
+
+def noise_aware(result: dict) -> dict:
+    """A module's noise-aware numbers (:mod:`bench.fidelity_stats`), from its rows and its A/A:
+    ``band`` (the factor within which its times are ties), ``tau_noise``/``tau_noise_min``
+    (tau-b against medians/minimums with those ties), ``pairs_resolved`` (variant pairs whose
+    medians differ by more than the band, of all pairs)."""
+    band = noise_band(result.get("noise"))
+    rows = result["variants"]
+    ran = [lab for lab in rows
+           if rows[lab]["median_ms"] is not None and rows[lab]["predicted_ns"] is not None]
+    if band is None or len(ran) <= 2:
+        return {"band": band, "tau_noise": None, "tau_noise_min": None, "pairs_resolved": None}
+    predicted = [rows[lab]["predicted_ns"] for lab in ran]
+    medians = [rows[lab]["median_ms"] for lab in ran]
+    minimums = [rows[lab]["min_ms"] for lab in ran]
+    bands = [band] * len(ran)
+    pairs = [(i, j) for i in range(len(ran)) for j in range(i + 1, len(ran))]
+    resolved = sum(not within(medians[i], medians[j], band) for i, j in pairs)
+    return {"band": band, "tau_noise": kendall_tau_noise(predicted, medians, bands),
+            "tau_noise_min": kendall_tau_noise(predicted, minimums, bands),
+            "pairs_resolved": [resolved, len(pairs)]}
 
 
 def same_program(a, b) -> bool:
@@ -182,16 +231,33 @@ def same_program(a, b) -> bool:
 
 
 def summarize(results: list[dict]) -> dict:
+    """The corpus-and-generated summary, with the unseen modules' own under ``unseen``."""
+    seen = [r for r in results if not r.get("unseen") and not r["module"].startswith("unseen_")]
+    out = _summary(seen)
+    unseen = [r for r in results if r not in seen]
+    if unseen:
+        out["unseen"] = _summary(unseen)
+    return out
+
+
+def _mean(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _summary(results: list[dict]) -> dict:
     done = [r for r in results if "variants" in r and r["variants"]["ours"]["ratio"]]
-    pred, meas, meas_min, taus, taus_compare = [], [], [], [], []
+    for r in done:
+        if "tau_noise" not in r:  # a file written before the noise-aware numbers
+            r.update(noise_aware(r))
+    pred, meas, meas_min, bands, taus_compare = [], [], [], [], []
     for r in done:
         for row in r["variants"].values():
             if row.get("ratio") and row.get("predicted_ratio") is not None:
                 pred.append(row["predicted_ratio"])
                 meas.append(row["ratio"]["median"])
                 meas_min.append(row.get("min_ratio", row["ratio"]["median"]))
-        if r["tau"] is not None:
-            taus.append(r["tau"])
+                bands.append(r["band"])
         if r.get("tau_compare") is not None:
             taus_compare.append(r["tau_compare"])
     ours = [r["variants"]["ours"] for r in done]
@@ -204,22 +270,33 @@ def summarize(results: list[dict]) -> dict:
             continue
         total += 1
         agree += (p - 1) * (m - 1) > 0
+    beyond = [(r, o) for r, o in zip(done, ours)
+              if r["band"] is not None and not within(o["ratio"]["median"], 1.0, r["band"])]
+    pairs = [r["pairs_resolved"] for r in done if r.get("pairs_resolved")]
     return {
         "modules_measured": len(done),
         "modules_skipped": [(r["module"], r["skipped"]) for r in results if "skipped" in r],
         "tau_overall": kendall_tau(pred, meas),
         "tau_overall_min": kendall_tau(pred, meas_min),
-        "tau_mean": sum(taus) / len(taus) if taus else None,
-        "tau_mean_compare": sum(taus_compare) / len(taus_compare) if taus_compare else None,
+        "tau_overall_noise": kendall_tau_noise(pred, meas, bands),
+        "tau_overall_noise_min": kendall_tau_noise(pred, meas_min, bands),
+        "tau_mean": _mean([r["tau"] for r in done]),
+        "tau_mean_min": _mean([r.get("tau_min") for r in done]),
+        "tau_mean_noise": _mean([r["tau_noise"] for r in done]),
+        "tau_mean_noise_min": _mean([r["tau_noise_min"] for r in done]),
+        "variant_pairs_resolved": [sum(p[0] for p in pairs), sum(p[1] for p in pairs)],
+        "tau_mean_compare": _mean(taus_compare),
         "ours_no_slower": sum(o["ratio"]["median"] <= 1.02 for o in ours),
         "ours_no_slower_by_min": sum(o.get("min_ratio", 9) <= 1.02 for o in ours),
+        "ours_slower_beyond_noise": [(r["module"], o["ratio"]["median"], round(r["band"], 3))
+                                     for r, o in beyond if o["ratio"]["median"] > 1],
+        "ours_faster_beyond_noise": [(r["module"], o["ratio"]["median"], round(r["band"], 3))
+                                     for r, o in beyond if o["ratio"]["median"] < 1],
         "ours_same_program_as_xla": sum(bool(r.get("same_as_xla")) for r in done),
         "ours_slower_where_different": [
             (r["module"], o["ratio"]["median"], round(o.get("min_ratio", 0), 3))
             for r, o in zip(done, ours) if not r.get("same_as_xla")
             and o["ratio"]["median"] > 1.02],
-        "tau_mean_min": (sum(r["tau_min"] for r in done if r.get("tau_min") is not None)
-                         / max(1, sum(r.get("tau_min") is not None for r in done))),
         "total_min_ms_ours": sum(o["min_ms"] for o in ours),
         "total_min_ms_xla": sum(r["variants"]["xla"]["min_ms"] for r in done),
         "ours_differ_from_xla": len(differ),
@@ -237,29 +314,44 @@ def _cell(value, digits: int = 3) -> str:
 
 
 def table(results: list[dict]) -> str:
-    """The module-by-module markdown table of BENCHMARKS.md."""
-    lines = ["| module | variants run | tau (median) | tau (min) | ours/XLA paired median "
-             "[p25, p75] | ours/XLA min | predicted | A/A noise | same program | outputs |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        if "variants" not in r:
-            lines.append(f"| {r['module']} | refused: {r['skipped'][:90]} |||||||||")
-            continue
-        v = r["variants"]
-        ran = sum(row["median_ms"] is not None for row in v.values())
-        ours = v["ours"]
-        ratio = ours.get("ratio") or {}
-        paired = (f"{ratio['median']:.3f} [{ratio['p25']:.3f}, {ratio['p75']:.3f}]"
-                  if ratio else "-")
-        outputs = "match" if all(row.get("outputs_match", True) for row in v.values()
-                                 if row["median_ms"]) else "DIFFER"
-        lines.append(
-            f"| {r['module']} | {ran}/{len(v)} | {_cell(r.get('tau'), 2)} | "
-            f"{_cell(r.get('tau_min'), 2)} | {paired} | {_cell(ours.get('min_ratio'))} | "
-            f"{_cell(ours.get('predicted_ratio'))} | "
+    """The module-by-module markdown tables of BENCHMARKS.md: the corpus and generated
+    modules, then the unseen ones. ``tau-b noise``: Kendall's tau-b with the variants whose
+    medians lie within the A/A band as ties (:mod:`bench.fidelity_stats`); ``resolved``: the
+    variant pairs outside the band, of all pairs."""
+    head = ["| module | variants run | tau (median) | tau (min) | tau-b noise (median) | "
+            "tau-b noise (min) | A/A band | pairs resolved | ours/XLA paired median [p25, p75] "
+            "| ours/XLA min | predicted | A/A noise | same program | outputs |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    seen = [r for r in results if not r["module"].startswith("unseen_")]
+    unseen = [r for r in results if r["module"].startswith("unseen_")]
+    lines = head + [_row(r) for r in seen]
+    if unseen:
+        lines += ["", "Unseen modules (generated at run time; never used to fit or tune the "
+                  "model):", ""] + head + [_row(r) for r in unseen]
+    return "\n".join(lines)
+
+
+def _row(r: dict) -> str:
+    if "variants" not in r:
+        return f"| {r['module']} | refused: {r['skipped'][:90]} |||||||||||||"
+    if "tau_noise" not in r:
+        r = {**r, **noise_aware(r)}
+    v = r["variants"]
+    ran = sum(row["median_ms"] is not None for row in v.values())
+    ours = v["ours"]
+    ratio = ours.get("ratio") or {}
+    paired = (f"{ratio['median']:.3f} [{ratio['p25']:.3f}, {ratio['p75']:.3f}]"
+              if ratio else "-")
+    outputs = "match" if all(row.get("outputs_match", True) for row in v.values()
+                             if row["median_ms"]) else "DIFFER"
+    resolved = r.get("pairs_resolved")
+    return (f"| {r['module']} | {ran}/{len(v)} | {_cell(r.get('tau'), 2)} | "
+            f"{_cell(r.get('tau_min'), 2)} | {_cell(r.get('tau_noise'), 2)} | "
+            f"{_cell(r.get('tau_noise_min'), 2)} | {_cell(r.get('band'), 2)} | "
+            f"{f'{resolved[0]}/{resolved[1]}' if resolved else '-'} | {paired} | "
+            f"{_cell(ours.get('min_ratio'))} | {_cell(ours.get('predicted_ratio'))} | "
             f"{_cell((r.get('noise') or {}).get('median'))} | "
             f"{'yes' if r.get('same_as_xla') else 'no'} | {outputs} |")
-    return "\n".join(lines)
 
 
 def main() -> None:
@@ -275,6 +367,10 @@ def main() -> None:
     parser.add_argument("--skip", default="gpt_train_12l",
                         help="comma-separated modules left out (default: the 12-layer model, "
                              "minutes per variant unfused)")
+    parser.add_argument("--unseen", type=int, default=3,
+                        help="random programs at fixed seeds never used before, measured after "
+                             "the others with the deep models at small depth and reported "
+                             "apart (0: none)")
     parser.add_argument("--table", type=Path, default=None,
                         help="print the markdown table of an --out file and stop")
     args = parser.parse_args()
@@ -283,7 +379,8 @@ def main() -> None:
         return
     from bench.programs.fidelity import PROGRAMS
 
-    names = args.modules.split(",") if args.modules else corpus_modules() + list(PROGRAMS)
+    names = (args.modules.split(",") if args.modules
+             else corpus_modules() + list(PROGRAMS) + unseen_modules(args.unseen))
     names = [n for n in names if n not in args.skip.split(",")]
     compare = None
     if args.compare_target:

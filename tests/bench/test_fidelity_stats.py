@@ -1,0 +1,71 @@
+"""The fidelity benchmark's rank statistics: plain tau-b against scipy's, the noise-aware one
+against values worked out by hand from its definition."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from bench.fidelity_stats import kendall_tau, kendall_tau_noise, noise_band
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_plain_tau_is_scipys_tau_b_ties_included(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 4, 12).astype(float)  # many ties on both sides
+    b = rng.integers(0, 5, 12).astype(float)
+    assert kendall_tau(list(a), list(b)) == pytest.approx(kendalltau(a, b).statistic)
+
+
+def test_measured_times_within_the_band_are_ties():
+    # (10, 10.5) differ by 1.05 < 1.1: a tie; (10, 20) and (10.5, 20) concordant.
+    # tau-b = (2 - 0) / sqrt((2 + 0) * (2 + 1)).
+    assert kendall_tau_noise([1, 2, 3], [10, 10.5, 20], [1.1] * 3) == pytest.approx(2 / math.sqrt(6))
+    assert kendall_tau([1, 2, 3], [10, 10.5, 20]) == 1.0
+    # A discordant pair inside the band no longer counts against the model.
+    assert kendall_tau([1, 2, 3], [10.5, 10, 20]) == pytest.approx(1 / 3)
+    assert kendall_tau_noise([1, 2, 3], [10.5, 10, 20], [1.1] * 3) == pytest.approx(2 / math.sqrt(6))
+
+
+def test_a_pair_from_two_runs_uses_the_wider_band():
+    # 10 vs 11.5: a tie under 1.2 (the second run's band), not under 1.1.
+    assert kendall_tau_noise([1, 2], [10, 11.5], [1.1, 1.2]) is None  # the only pair tied
+    assert kendall_tau_noise([1, 2], [10, 11.5], [1.1, 1.1]) == 1.0
+
+
+def test_the_band_is_the_aa_interquartile_range_made_symmetric():
+    assert noise_band({"median": 1.0, "p25": 0.8, "p75": 1.1}) == pytest.approx(1.25)
+    assert noise_band({"median": 1.0, "p25": 0.95, "p75": 1.3}) == pytest.approx(1.3)
+    assert noise_band(None) is None
+
+
+def _result(name: str, times: dict, predicted: dict, noise: dict) -> dict:
+    rows = {label: {"median_ms": t, "min_ms": t, "predicted_ns": predicted[label],
+                    "ratio": {"median": t / times["xla"], "p25": 1, "p75": 1, "rounds": 5},
+                    "predicted_ratio": 1 + (predicted[label] - predicted["xla"]) / (times["xla"] * 1e6)}
+            for label, t in times.items()}
+    return {"module": name, "variants": rows, "tau": None, "noise": noise, "same_as_xla": False}
+
+
+def test_the_summary_reports_unseen_modules_apart_with_both_taus():
+    from bench.fidelity import summarize, unseen_modules
+
+    names = unseen_modules(2)
+    assert names[:2] == ["unseen_random_90001", "unseen_random_90002"] and len(names) == 4
+    noise = {"median": 1.0, "p25": 0.95, "p75": 1.05}
+    seen = _result("a", {"xla": 1.0, "ours": 1.02, "default": 2.0},
+                   {"xla": 0, "ours": 10, "default": 100}, noise)
+    unseen = _result(names[0], {"xla": 1.0, "ours": 0.5, "default": 2.0},
+                     {"xla": 0, "ours": 10, "default": 100}, noise)
+    s = summarize([seen, unseen])
+    assert s["modules_measured"] == 1 and s["unseen"]["modules_measured"] == 1
+    # Seen: xla 1.0 and ours 1.02 are within the band 1.0526 (a tie); the other two pairs
+    # concordant: tau-b 2 / sqrt(3 * 2); the plain tau is 1.
+    assert s["tau_mean_noise"] == pytest.approx(2 / math.sqrt(6))
+    assert s["variant_pairs_resolved"] == [2, 3]
+    # Unseen: ours is cheaper than XLA predicted dearer: one discordant pair of three.
+    assert s["unseen"]["tau_mean_noise"] == pytest.approx(1 / 3)
+    assert s["unseen"]["ours_faster_beyond_noise"] == [(names[0], 0.5, 1.053)]
