@@ -4,15 +4,22 @@
 component of the reduced problem on its own (they share nothing, so their optima
 add up):
 
-0. the heuristic's answer, when it meets the trivial bound (a component that can cost
-   nothing, of which deep models have many);
-1. CP-SAT on the component within a small *deterministic* budget
+0. the heuristic's answer (or the given start's), when it meets the trivial bound (a
+   component that can cost nothing, of which deep models have many);
+1. exact dynamic programming by bucket elimination (:mod:`solver.bucket`), when every
+   table it makes stays small: a deep model's layers hang on a few separator nodes, and
+   eliminating each layer leaves a small table over the separator nodes it touches;
+2. CP-SAT on the component within a small *deterministic* budget
    (:data:`FIRST_TRY`, CP-SAT's own work units: the same answer on every machine);
    most components are proven here in milliseconds;
-2. else, when it has a small separator, exact dynamic programming over the
+3. else, when it has a small separator, exact dynamic programming over the
    separator's states (:mod:`solver.conditioning`): the pieces left are solved like
    components, identical pieces once;
-3. else CP-SAT with a share of the time left (its best answer and bound).
+4. else CP-SAT with a share of the time left (its best answer and bound).
+
+With a start (``hint``: an answer of the whole problem, e.g. the exact shared-copy
+problem's start), steps 2 and 3 are skipped: a component that neither the start nor
+elimination settles goes to CP-SAT from the start, with its share of the time.
 
 The answer is OPTIMAL when every component's is. On a deep model's relaxed layout
 problem (48 layers) the one hard component, all layers' rotary tables hanging on a
@@ -24,9 +31,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
+from solver.bucket import eliminate
 from solver.conditioning import Split, components, find_split, solve_split
 from solver.laps import Laps
 from solver.options import SolveOptions
@@ -36,6 +45,7 @@ from solver.problem import (
     FORBIDDEN, Edge, Problem, Solution, Status, evaluate, make_problem, trivial_bound,
 )
 from solver.reductions import reduce_problem
+from solver.progress import SearchCallback
 from solver.solve import solve
 
 __all__ = ["solve_in_parts"]
@@ -45,6 +55,9 @@ FIRST_TRY = 0.5
 #: A separator whose pieces each see at most this many of its states is tried before
 #: CP-SAT (identical pieces make it a few dozen small solves); a wider one after it.
 NARROW_BOUNDARY = 64
+#: Table entries bucket elimination is given per second left (about half of what numpy
+#: does on one loaded core), so that it ends well within the time.
+ELIMINATION_PER_SECOND = 20_000_000
 #: A piece is solved with at most this many seconds (it has at most a few dozen nodes).
 PIECE_SECONDS = 5.0
 
@@ -58,11 +71,13 @@ class _Found:
 
 
 def solve_in_parts(problem: Problem, options: SolveOptions = SolveOptions(), *,
-                   quick: bool = False) -> Solution:
+                   quick: bool = False, hint: Sequence[int] | None = None,
+                   report: SearchCallback | None = None) -> Solution:
     """Solve ``problem`` (no memory rows) within ``options.time_limit`` seconds, component
     by component (see the module docstring). ``quick``: a component that neither the first
-    try nor a separator settles keeps the first try's answer and bound (step 3 is skipped),
-    for a caller with another way to spend the time."""
+    try nor a separator settles keeps the first try's answer and bound (step 4 is skipped),
+    for a caller with another way to spend the time. ``hint``: a feasible answer of
+    ``problem`` to start from. ``report`` hears the answer and bound at the end."""
     if problem.memory or problem.fixed_memory:
         return solve(problem, options)
     laps = Laps()
@@ -73,6 +88,7 @@ def solve_in_parts(problem: Problem, options: SolveOptions = SolveOptions(), *,
     if core is None:
         return Solution(Status.INFEASIBLE, timings_ms=laps.timings(),
                         message=reduction.infeasible or "")
+    start = None if hint is None else reduction.postsolve.project(hint)
     parts = components(core)
     sizes = [len(p) for p in parts]
     owner = np.zeros(core.num_nodes, np.int64)
@@ -87,7 +103,8 @@ def solve_in_parts(problem: Problem, options: SolveOptions = SolveOptions(), *,
     for i, nodes in enumerate(parts):
         share = 0.0 if quick else sizes[i] / max(1, sum(sizes[i:]))
         try:
-            found = _component(core, nodes, edges_of[i], options, deadline, share)
+            known = None if start is None else [start[n] for n in nodes]
+            found = _component(core, nodes, edges_of[i], options, deadline, share, known)
         except _Unanswered as err:
             return Solution(Status.UNKNOWN, timings_ms=laps.timings(),
                             message=f"no answer found in time: {err}")
@@ -106,6 +123,8 @@ def solve_in_parts(problem: Problem, options: SolveOptions = SolveOptions(), *,
         raise SolveError(f"restored answer costs {total}, expected {cost + reduction.offset}")
     laps.lap("postsolve")
     lower = total if proven else min(total, bound + reduction.offset)
+    if report is not None:
+        report(total, lower)
     return Solution(Status.OPTIMAL if proven else Status.FEASIBLE, labels=full, objective=total,
                     lower_bound=lower, memory_feasible=True, peak_memory=0,
                     timings_ms=laps.timings())
@@ -118,8 +137,10 @@ def _subproblem(core: Problem, nodes: tuple[int, ...], edges: list[Edge]) -> Pro
 
 
 def _component(core: Problem, nodes: tuple[int, ...], edges: list[Edge],
-               options: SolveOptions, deadline: float, share: float) -> _Found | None:
-    """The component's answer (labels by core node), or ``None`` if it is infeasible."""
+               options: SolveOptions, deadline: float, share: float,
+               known: list[int] | None = None) -> _Found | None:
+    """The component's answer (labels by core node), or ``None`` if it is infeasible.
+    ``known``: a start (labels of ``nodes``; ``-1`` where the reductions dropped its label)."""
     if len(nodes) == 1:
         # A node alone (reductions cut short leave them): its cheapest label.
         costs = core.unary[nodes[0]]
@@ -128,11 +149,24 @@ def _component(core: Problem, nodes: tuple[int, ...], edges: list[Edge],
             return None
         return _Found({nodes[0]: best}, int(costs[best]), int(costs[best]), True)
     sub = _subproblem(core, nodes, edges)
-    # The heuristic's answer, proven when it meets the trivial bound (components that
-    # cost nothing); past the deadline, taken as it is.
-    late = _late(sub, nodes)
+    if known is not None and min(known) < 0:
+        known = None
+    # The start's or the heuristic's answer, proven when it meets the trivial bound
+    # (components that cost nothing); past the deadline, taken as it is.
+    late = _late(sub, nodes, known)
     if late is not None and (late.proven or time.perf_counter() >= deadline):
         return late
+    eliminated = eliminate(sub, max_work=int(ELIMINATION_PER_SECOND * max(
+        0.0, deadline - time.perf_counter())))
+    if eliminated is not None:
+        # Exact: the optimum, or no labels meet the hard rules.
+        labels, cost = eliminated
+        return (_Found(dict(zip(nodes, labels)), cost, cost, True) if cost < FORBIDDEN
+                else None)
+    if known is not None and late is not None:
+        left = max(0.05, (deadline - time.perf_counter()) * share)
+        return _found(nodes, solve(sub, dataclasses.replace(options, time_limit=left),
+                                   hint=known))
     split = find_split(sub, tuple(range(len(nodes))))
     narrow = split is not None and max(
         math.prod(len(sub.unary[split.separator[i]]) for i in b) for b in split.boundaries
@@ -156,10 +190,11 @@ def _component(core: Problem, nodes: tuple[int, ...], edges: list[Edge],
     return _found(nodes, solve(sub, dataclasses.replace(options, time_limit=left)))
 
 
-def _late(sub: Problem, nodes: tuple[int, ...]) -> _Found | None:
-    """The heuristic's answer (one round) with the trivial bound, or ``None`` when it breaks
-    a hard rule."""
-    labels = heuristic(sub, 0.0, rounds=1).labels
+def _late(sub: Problem, nodes: tuple[int, ...], known: list[int] | None = None
+          ) -> _Found | None:
+    """The start (else the heuristic's answer, one round) with the trivial bound, or
+    ``None`` when it breaks a hard rule."""
+    labels = known if known is not None else heuristic(sub, 0.0, rounds=1).labels
     cost = evaluate(sub, labels)
     if cost is None:
         return None

@@ -7,8 +7,10 @@ per use), each solved component by component (:func:`solver.parts.solve_in_parts
 CP-SAT, or exact dynamic programming over a few hub nodes) -> local search on the *true* cost (the
 rewritten module scored, where one copy serves every use of a value in a layout;
 see :mod:`.compile` and :mod:`.shared_copies`) from the best answer so far ->
-CP-SAT on the exact shared-copy problem (:mod:`.exact`), one model, started from
-that answer -> the best answer by true cost -> rewrite -> verify.
+the exact shared-copy problem (:mod:`.exact`) from that answer, component by
+component: the answer where it meets the trivial bound, exact bucket elimination
+(:mod:`solver.bucket`), else CP-SAT from the answer -> the best answer by true cost ->
+rewrite -> verify.
 ``status`` is ``OPTIMAL`` only when that true cost equals the bound: every
 claim is about the true cost, over the candidate layouts considered.
 
@@ -54,7 +56,7 @@ from solver.parts import solve_in_parts
 from solver.problem import Problem, Solution, Status
 from solver.progress import ProgressCallback, Tracker
 from solver.problem import evaluate as evaluate_labels
-from solver.solve import Prepared, prepare, solve, trivial_bound
+from solver.solve import trivial_bound
 
 __all__ = ["AssignResult", "ScoreResult", "assign", "score"]
 
@@ -239,23 +241,6 @@ class Runs:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class ExactStart:
-    """The exact shared-copy problem, prepared for its solve, and the ms it took to state it."""
-
-    problem: Problem
-    prepared: Prepared
-    stated_ms: float
-
-
-def _prepare_exact(compiled: Compiled, options: SolveOptions) -> ExactStart:
-    began = time.perf_counter()
-    exact = exact_problem(compiled)
-    _settle()
-    stated = round((time.perf_counter() - began) * 1000, 3)
-    return ExactStart(exact, prepare(exact, options), stated)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
 class Rewritten:
     """The rewritten module of the chosen run, its score, and the true cost of every run
     (the estimate for those whose estimate was no better than the best rewrite)."""
@@ -321,9 +306,9 @@ def _assign(module: Module, target: str | Target, options: AssignOptions,
     tracker.heard(best=min(runs.estimated().values()))
     if budget.left() > OPTIONAL_STEP_S:
         tracker.enter("exact problem")
-        exact = _prepare_exact(compiled, _solve_options(options, budget.share(1.0)))
+        exact = exact_problem(compiled)
+        _settle()
         laps.lap("exact_prepare")
-        laps.add((("exact_state", exact.stated_ms),))
         lower, bound_status = _solve_exact(compiled, options, budget, exact, improved,
                                            relaxed, runs, laps, tracker)
     else:
@@ -447,18 +432,19 @@ def _solve_seeds(compiled: Compiled, options: AssignOptions, budget: Budget, run
 
 
 def _solve_exact(compiled: Compiled, options: AssignOptions, budget: Budget,
-                 exact: ExactStart, start: tuple[int, ...], relaxed: Solution, runs: Runs,
+                 exact: Problem, start: tuple[int, ...], relaxed: Solution, runs: Runs,
                  laps: Laps, tracker: Tracker) -> tuple[int, str]:
-    """CP-SAT on the exact shared-copy problem from ``start``. Returns the best lower bound
-    on the true cost (the exact solve's, or the relaxed problem's) and the statuses of the
-    solves that gave it."""
-    solution = solve(exact.problem, _solve_options(options, budget.share(1.0), EXACT_SUBSOLVERS),
-                     hint=exact_labels(exact.problem, start), prepared=exact.prepared,
-                     report=tracker.heard)
+    """The exact shared-copy problem from ``start``, component by component
+    (:func:`solver.parts.solve_in_parts`: the start where it meets the trivial bound,
+    bucket elimination, else CP-SAT from the start). Returns the best lower bound on the
+    true cost (the exact solve's, or the relaxed problem's) and the statuses of the solves
+    that gave it."""
+    solution = solve_in_parts(exact, _solve_options(options, budget.share(1.0), EXACT_SUBSOLVERS),
+                              hint=exact_labels(exact, start), report=tracker.heard)
     laps.lap("exact")
     laps.add(solution.timings_ms, "exact.")
     bounds = [solution.lower_bound if solution.lower_bound is not None
-              else trivial_bound(exact.problem)]
+              else trivial_bound(exact)]
     if solution.labels is not None:
         runs.add("exact", tuple(solution.labels[:compiled.problem.num_nodes]))
     if solution.status == Status.OPTIMAL:
