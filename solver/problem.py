@@ -163,13 +163,21 @@ def _checked_nodes(unary: Sequence[Sequence[int] | np.ndarray],
     """The unary cost rows, frozen, with the forbidden labels at :data:`FORBIDDEN`."""
     nodes: list[np.ndarray] = []
     for i, costs in enumerate(unary):
-        array = _frozen_array(costs, f"node {i}", 1)
-        array.flags.writeable = True  # forbidden labels are written below
+        if type(costs) is np.ndarray and costs.dtype == np.int64 and costs.ndim == 1:
+            array = costs.copy()
+        else:
+            array = _frozen_array(costs, f"node {i}", 1)
+            array.flags.writeable = True  # forbidden labels are written below
         if array.size == 0:
             raise ProblemError(f"node {i}: has no candidate labels")
-        if array.min() < 0 or array.max() > FORBIDDEN:
-            raise ProblemError(f"node {i}: unary costs must lie in [0, FORBIDDEN]")
         nodes.append(array)
+    # The cost range of all rows at once; the first offending row is named.
+    if nodes:
+        flat = np.concatenate(nodes)
+        if flat.min() < 0 or flat.max() > FORBIDDEN:
+            for i, array in enumerate(nodes):
+                if array.min() < 0 or array.max() > FORBIDDEN:
+                    raise ProblemError(f"node {i}: unary costs must lie in [0, FORBIDDEN]")
     for node, label in forbidden:
         node = _check_node(nodes, node, "forbidden label")
         nodes[node][_check_label(nodes, node, label, f"forbidden label of node {node}")] = FORBIDDEN
@@ -181,16 +189,24 @@ def _checked_nodes(unary: Sequence[Sequence[int] | np.ndarray],
 def _checked_edges(nodes: list[np.ndarray], edges: Iterable[tuple[int, int, object] | Edge]
                    ) -> list[Edge]:
     checked: list[Edge] = []
+    n = len(nodes)
     for k, item in enumerate(edges):
         u, v, table = (item.u, item.v, item.costs) if isinstance(item, Edge) else item
-        what = f"edge {k} ({u}, {v})"
-        u, v = _check_node(nodes, u, what), _check_node(nodes, v, what)
+        # The common case checked inline; the message is made only for an error.
+        if not (type(u) is int and type(v) is int and 0 <= u < n and 0 <= v < n):
+            what = f"edge {k} ({u}, {v})"
+            u, v = _check_node(nodes, u, what), _check_node(nodes, v, what)
         if u == v:
-            raise ProblemError(f"{what}: joins a node to itself")
-        costs = _frozen_array(table, what, 2)
+            raise ProblemError(f"edge {k} ({u}, {v}): joins a node to itself")
+        if type(table) is np.ndarray and table.dtype == np.int64 and table.ndim == 2:
+            costs = table.copy()
+            costs.flags.writeable = False
+        else:
+            costs = _frozen_array(table, f"edge {k} ({u}, {v})", 2)
         if costs.shape != (len(nodes[u]), len(nodes[v])):
             raise ProblemError(
-                f"{what}: table shape {costs.shape} != ({len(nodes[u])}, {len(nodes[v])})"
+                f"edge {k} ({u}, {v}): table shape {costs.shape} != "
+                f"({len(nodes[u])}, {len(nodes[v])})"
             )
         checked.append(Edge(u, v, costs))
     # The cost range of all tables at once (one pass instead of two per table);

@@ -404,12 +404,18 @@ def _relaxed(priced: list[tuple[Relation, PricedTables]]):
     many uses, so each may be charged that fraction of it)."""
     sizes: dict[tuple, int] = {}
     wanting: dict[tuple, dict[int, int]] = {}
+    # The targets each table's cells can need, once per table object (memoized tables
+    # are shared by the repeated layers of a model).
+    targets: dict[int, list[int]] = {}
+    for rel, tables in priced:
+        if tables.dst is not None and id(tables.dst) not in targets:
+            targets[id(tables.dst)] = sorted(set(tables.dst[tables.dst >= 0].tolist()))
     for rel, tables in priced:
         if tables.dst is not None:
             group = (rel.computation, rel.value, rel.path)
             sizes[group] = sizes.get(group, 0) + 1
             counts = wanting.setdefault(group, {})
-            for d in np.unique(tables.dst[tables.dst >= 0]).tolist():
+            for d in targets[id(tables.dst)]:
                 counts[d] = counts.get(d, 0) + 1
     group_ids = {g: i for i, g in enumerate(sizes)}
     memo: dict[tuple, np.ndarray] = {}
@@ -419,7 +425,7 @@ def _relaxed(priced: list[tuple[Relation, PricedTables]]):
             yield rel, tables, -1, tables.table
             continue
         g = (rel.computation, rel.value, rel.path)
-        present = np.unique(dst[dst >= 0]).tolist()
+        present = targets[id(dst)]
         uses = tuple(wanting[g][d] for d in present)
         # Also where n == 1: the model charges a copy's padding write once per loop
         # iteration, the scorer once per buffer (``copy_parts``).

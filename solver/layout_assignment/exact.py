@@ -37,22 +37,22 @@ def exact_problem(compiled: Compiled, *, two_label: bool = True) -> Problem:
     edges: list[tuple[int, int, np.ndarray]] = []
     ties: list[Tie] = list(compiled.problem.ties)
     names = list(compiled.problem.names or [str(i) for i in range(len(unary))])
+    # The repeated layers of a model share their tables (one object per distinct
+    # table, see compile_problem): what is derived from a table alone is derived once.
+    facts = _TableFacts()
     # Uses per (group, target): which relations can need that copy.
     wanting: dict[tuple[int, int], list[int]] = {}
     for i, t in enumerate(compiled.tables):
         if t.dst is not None:
-            for d in np.unique(t.dst[t.dst >= 0]).tolist():
+            for d in facts.targets(t.dst):
                 wanting.setdefault((t.group, d), []).append(i)
     shared_targets = {key for key, uses in wanting.items() if len(uses) > 1}
     for t in compiled.tables:
         table = t.base
         if t.dst is not None:
-            alone = np.zeros(t.dst.shape, bool)
-            for d in np.unique(t.dst[t.dst >= 0]).tolist():
-                if (t.group, d) not in shared_targets:
-                    alone |= t.dst == d
-            if alone.any():
-                table = np.where(alone, t.base + t.shared, t.base)  # type: ignore[operator]
+            alone = tuple(d for d in facts.targets(t.dst) if (t.group, d) not in shared_targets)
+            if alone:
+                table = facts.alone(t, alone)
         if t.u == t.v:
             unary[t.u] = np.minimum(unary[t.u] + np.diag(table), FORBIDDEN)
         elif table.any():
@@ -63,17 +63,74 @@ def exact_problem(compiled: Compiled, *, two_label: bool = True) -> Problem:
         k = len(compiled.unary[first.u])
         # The copy's price from source label a (the same in every use's table).
         price = np.zeros(k, np.int64)
-        needs = [compiled.tables[i].dst == d for i in uses]  # type: ignore[operator]
+        needs = [facts.need(compiled.tables[i].dst, d) for i in uses]
         for i, need in zip(uses, needs):
             rows, cols = np.nonzero(need)
             price[rows] = compiled.tables[i].shared[rows, cols]  # type: ignore[index]
         node = len(unary)
         names.append(f"copy of {names[first.u]} to target {d}")
-        if two_label and all(_separable(need) for need in needs):
-            _two_label_copy(node, first.u, price, uses, needs, compiled, unary, edges)
+        if two_label and all(facts.separable(compiled.tables[i].dst, d) for i in uses):
+            _two_label_copy(node, first.u, price, uses, needs, compiled, unary, edges, facts)
         else:
             _tied_copy(node, first.u, price, uses, needs, compiled, unary, edges, ties)
     return make_problem(unary, edges, ties=ties, names=names)
+
+
+class _TableFacts:
+    """What :func:`exact_problem` derives from one table object, derived once per object
+    (memoized by ``id``: the tables live in ``compiled`` for the whole statement)."""
+
+    __slots__ = ("_targets", "_needs", "_separable", "_alone", "_forbid")
+
+    def __init__(self) -> None:
+        self._targets: dict[int, list[int]] = {}
+        self._needs: dict[tuple[int, int], np.ndarray] = {}
+        self._separable: dict[tuple[int, int], bool] = {}
+        self._alone: dict[tuple, np.ndarray] = {}
+        self._forbid: dict[tuple[int, int], np.ndarray] = {}
+
+    def targets(self, dst: np.ndarray) -> list[int]:
+        """The copy targets a table's cells can need, ascending."""
+        found = self._targets.get(id(dst))
+        if found is None:
+            found = self._targets[id(dst)] = sorted(set(dst[dst >= 0].tolist()))
+        return found
+
+    def need(self, dst: np.ndarray, d: int) -> np.ndarray:
+        """The cells that need a copy to target ``d``."""
+        key = (id(dst), d)
+        found = self._needs.get(key)
+        if found is None:
+            found = self._needs[key] = dst == d
+        return found
+
+    def separable(self, dst: np.ndarray, d: int) -> bool:
+        key = (id(dst), d)
+        found = self._separable.get(key)
+        if found is None:
+            found = self._separable[key] = _separable(self.need(dst, d))
+        return found
+
+    def alone(self, t, alone: tuple[int, ...]) -> np.ndarray:
+        """``t``'s table with the copies to the targets in ``alone`` (which no other use
+        shares) charged whole."""
+        key = (id(t.base), id(t.dst), id(t.shared), alone)
+        found = self._alone.get(key)
+        if found is None:
+            cells = np.isin(t.dst, alone)
+            found = self._alone[key] = np.where(cells, t.base + t.shared, t.base)
+        return found
+
+    def forbid(self, need: np.ndarray) -> np.ndarray:
+        """The two-label copy node's table to a use: ``none`` forbids the labels that
+        want the copy."""
+        key = (id(need), 0)
+        found = self._forbid.get(key)
+        if found is None:
+            found = np.zeros((2, need.shape[1]), np.int64)
+            found[0] = np.where(need.any(axis=0), FORBIDDEN, 0)
+            self._forbid[key] = found
+        return found
 
 
 def _separable(need: np.ndarray) -> bool:
@@ -85,7 +142,7 @@ def _separable(need: np.ndarray) -> bool:
 
 def _two_label_copy(node: int, value: int, price: np.ndarray, uses: list[int],
                     needs: list[np.ndarray], compiled: Compiled, unary: list,
-                    edges: list) -> None:
+                    edges: list, facts: _TableFacts) -> None:
     """Labels ``none``/``copy``; the copy is priced against the value's label (free where
     the value already has the target layout), ``none`` forbids the uses' wanting labels."""
     unary.append(np.zeros(2, np.int64))
@@ -93,13 +150,10 @@ def _two_label_copy(node: int, value: int, price: np.ndarray, uses: list[int],
     to_value[1] = price
     for i, need in zip(uses, needs):
         t = compiled.tables[i]
-        wants = need.any(axis=0)
         if t.v == value:
             to_value[0] = np.where(np.diag(need), FORBIDDEN, to_value[0])
             continue
-        table = np.zeros((2, len(wants)), np.int64)
-        table[0] = np.where(wants, FORBIDDEN, 0)
-        edges.append((node, t.v, table))
+        edges.append((node, t.v, facts.forbid(need)))
     edges.append((node, value, to_value))
 
 
