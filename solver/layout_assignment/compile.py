@@ -407,7 +407,7 @@ def _relaxed(priced: list[tuple[Relation, PricedTables]]):
     # The targets each table's cells can need, once per table object (memoized tables
     # are shared by the repeated layers of a model).
     targets: dict[int, list[int]] = {}
-    for rel, tables in priced:
+    for _, tables in priced:
         if tables.dst is not None and id(tables.dst) not in targets:
             targets[id(tables.dst)] = sorted(set(tables.dst[tables.dst >= 0].tolist()))
     for rel, tables in priced:
