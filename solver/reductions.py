@@ -147,25 +147,33 @@ def _merge_ties(problem: Problem, fused: list[dict[int, np.ndarray]] = ()
     rep = list(range(n))
     columns: list[np.ndarray | None] = [None] * n
     groups = []
-    unary: list[np.ndarray] = [np.array(u) for u in problem.unary]
+    unary: list[np.ndarray] = list(problem.unary)  # WorkGraph copies them
+    identity: dict[int, np.ndarray] = {}  # one read-only arange per label count
     for root in range(n):
         if columns[root] is not None:
             continue
-        cols = {root: np.arange(problem.label_count(root))}
-        if grouped[root]:
-            cols = given[root] if root in given else _join_group(problem, root, tie_adj)
-            alive = np.ones(len(cols[root]), bool)
-            for member, col in cols.items():
-                alive &= problem.unary[member][col] < FORBIDDEN
-            if not alive.any():
-                names = ", ".join(problem.node_name(m) for m in sorted(cols))
-                raise Infeasible(f"ties among {names} admit no allowed labels")
-            cols = {m: c[alive] for m, c in cols.items()}
-            total = np.zeros(len(cols[root]), np.int64)
-            for member, col in cols.items():
-                total = clamp_add(total, problem.unary[member][col])
-                rep[member] = root
-            unary[root] = total
+        if not grouped[root]:
+            k = len(unary[root])
+            col = identity.get(k)
+            if col is None:
+                col = identity[k] = np.arange(k)
+                col.flags.writeable = False
+            columns[root] = col
+            groups.append((root, ((root, col),)))
+            continue
+        cols = given[root] if root in given else _join_group(problem, root, tie_adj)
+        alive = np.ones(len(cols[root]), bool)
+        for member, col in cols.items():
+            alive &= problem.unary[member][col] < FORBIDDEN
+        if not alive.any():
+            names = ", ".join(problem.node_name(m) for m in sorted(cols))
+            raise Infeasible(f"ties among {names} admit no allowed labels")
+        cols = {m: c[alive] for m, c in cols.items()}
+        total = np.zeros(len(cols[root]), np.int64)
+        for member, col in cols.items():
+            total = clamp_add(total, problem.unary[member][col])
+            rep[member] = root
+        unary[root] = total
         for member, col in cols.items():
             columns[member] = col
         groups.append((root, tuple(sorted(cols.items()))))
@@ -173,11 +181,18 @@ def _merge_ties(problem: Problem, fused: list[dict[int, np.ndarray]] = ()
     for node in range(n):
         if rep[node] != node:
             graph.unary[node] = None
+    tables, adj = graph.tables, graph.adj
     for edge in problem.edges:
-        ru, rv = rep[edge.u], rep[edge.v]
-        if not grouped[edge.u] and not grouped[edge.v]:
-            graph.add_table(ru, rv, edge.costs)  # untied ends: labels unchanged
+        u, v = edge.u, edge.v
+        if not grouped[u] and not grouped[v]:
+            # Untied ends, labels unchanged: WorkGraph.add_table, inline.
+            key, oriented = ((u, v), edge.costs) if u < v else ((v, u), edge.costs.T)
+            old = tables.get(key)
+            tables[key] = np.array(oriented if old is None else clamp_add(old, oriented))
+            adj[u].add(v)
+            adj[v].add(u)
             continue
+        ru, rv = rep[u], rep[v]
         cu, cv = columns[edge.u], columns[edge.v]
         if ru == rv:
             graph.unary[ru] = clamp_add(graph.unary[ru], edge.costs[cu, cv])
@@ -485,12 +500,15 @@ def _enumerate_components(graph: WorkGraph, relevant: set[int]) -> None:
             shape = [1] * len(members)
             shape[axis[n]] = sizes[axis[n]]
             total = clamp_add(total, graph.unary[n].reshape(shape))
-        for (u, v), table in graph.tables.items():
-            if u in axis:
-                shape = [1] * len(members)
-                shape[axis[u]], shape[axis[v]] = table.shape
-                oriented = table if axis[u] < axis[v] else table.T
-                total = clamp_add(total, oriented.reshape(shape))
+        # The component's own tables, found through its members' neighbours (the sum
+        # is the same in any order: every term is non-negative and clamped).
+        own = sorted((a, b) for a in members for b in graph.adj[a] if a < b)
+        for u, v in own:
+            table = graph.tables[(u, v)]
+            shape = [1] * len(members)
+            shape[axis[u]], shape[axis[v]] = table.shape
+            oriented = table if axis[u] < axis[v] else table.T
+            total = clamp_add(total, oriented.reshape(shape))
         flat = int(np.argmin(total))
         if total.flat[flat] >= FORBIDDEN:
             raise Infeasible(f"nodes {members} admit no allowed joint labels")
