@@ -238,15 +238,7 @@ def _join_group(problem: Problem, root: int, tie_adj: list[list[int]]) -> dict[i
 
 def _prune_labels(graph: WorkGraph, nodes: list[int]) -> None:
     """Drop forbidden labels and labels without an allowed partner, to a fixpoint."""
-    keep = {n: graph.unary[n] < FORBIDDEN for n in nodes}
-    # First pass edge by edge: only tables holding a forbidden entry can prune.
-    for (u, v), table in graph.tables.items():
-        if table.max() >= FORBIDDEN:
-            finite = table < FORBIDDEN
-            if u in keep:
-                keep[u] = keep[u] & finite.any(axis=1)
-            if v in keep:
-                keep[v] = keep[v] & finite.any(axis=0)
+    keep = _supported(graph, nodes)
     queue: deque[int] = deque()
     queued: set[int] = set()
     for node in nodes:
@@ -276,6 +268,29 @@ def _prune_labels(graph: WorkGraph, nodes: list[int]) -> None:
             if other not in queued:
                 queued.add(other)
                 queue.append(other)
+
+
+def _supported(graph: WorkGraph, nodes: list[int]) -> dict[int, np.ndarray]:
+    """Per node, its labels that are allowed and have an allowed partner on every edge,
+    computed table shape by table shape (a table without a forbidden entry keeps every
+    label)."""
+    keep = {n: graph.unary[n] < FORBIDDEN for n in nodes}
+    by_shape: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for key, table in graph.tables.items():
+        by_shape[table.shape].append(key)
+    for keys in by_shape.values():
+        finite = np.stack([graph.tables[key] for key in keys]) < FORBIDDEN
+        pruning = np.flatnonzero(~finite.all(axis=(1, 2))).tolist()
+        if not pruning:
+            continue
+        rows, cols = finite.any(axis=2), finite.any(axis=1)
+        for j in pruning:
+            u, v = keys[j]
+            if u in keep:
+                keep[u] = keep[u] & rows[j]
+            if v in keep:
+                keep[v] = keep[v] & cols[j]
+    return keep
 
 
 def _memory(graph: WorkGraph, limit: int | None, fixed: list[FixedUse]) -> set[int]:
