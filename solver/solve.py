@@ -19,6 +19,7 @@ from solver.errors import BuildTimeout, ProblemError, SolveError
 from solver.heuristics import heuristic
 from solver.laps import Laps
 from solver.options import SolveOptions
+from solver.penalties import penalty_search
 from solver.progress import SearchCallback
 from solver.problem import (
     Problem, Solution, Status, evaluate, memory_feasible, peak_memory, trivial_bound,
@@ -65,6 +66,16 @@ ANNEAL_MOVES_PER_NODE = 1500
 ANNEAL_MOVES = 400_000
 ANNEAL_ROUNDS = 3
 ANNEAL_SHARE = 0.6
+#: A memory-limited core that is not annealed, whose tables hold at most this many
+#: entries, first gets toulbar2's answers with bisected memory penalties
+#: (:mod:`solver.penalties`): PENALTY_WORK // entries rounds, between PENALTY_MIN_ROUNDS
+#: and PENALTY_MAX_ROUNDS, within PENALTY_SHARE of the time left (a safety net: on a
+#: quiet machine the rounds end well before). Larger tables (contest cores A, L, N, U)
+#: took toulbar2 tens of seconds a round (BENCHMARKS.md, Solver core).
+PENALTY_ENTRIES = 2_000_000
+PENALTY_WORK = 12_000_000
+PENALTY_MIN_ROUNDS, PENALTY_MAX_ROUNDS = 4, 12
+PENALTY_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +282,8 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
     be built in time."""
     if core.num_nodes == 0:
         return Search(start, 0, Status.OPTIMAL, first_ms)
+    if start is not None and _penalised(core):
+        start = _penalty_searched(core, start, deadline, laps)
     if start is not None and not _modelled_whole(core, options):
         return _window_search(core, start, first_ms, options, deadline, laps, report)
     if model is None and not _modelled_whole(core, options):
@@ -294,6 +307,26 @@ def _anneals(core: Problem) -> bool:
     return (core.memory_limit is not None and bool(core.memory) and not core.ties
             and ANNEAL_MIN_NODES <= core.num_nodes <= ANNEAL_NODES
             and len(core.memory) <= ANNEAL_USES_PER_NODE * core.num_nodes)
+
+
+def _table_entries(core: Problem) -> int:
+    return sum(edge.costs.size for edge in core.edges)
+
+
+def _penalised(core: Problem) -> bool:
+    return (core.memory_limit is not None and bool(core.memory) and not core.ties
+            and not _anneals(core) and _table_entries(core) <= PENALTY_ENTRIES)
+
+
+def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps) -> Answer:
+    """``start``, or the cheaper answer of toulbar2 with bisected memory penalties."""
+    rounds = min(PENALTY_MAX_ROUNDS,
+                 max(PENALTY_MIN_ROUNDS, PENALTY_WORK // max(1, _table_entries(core))))
+    cut = time.perf_counter() + PENALTY_SHARE * max(0.0, deadline - time.perf_counter())
+    found = penalty_search(core, rounds, deadline=cut)
+    laps.lap("penalties")
+    answer = None if found is None else _feasible(core, found[0])
+    return answer if answer is not None and answer.cost < start.cost else start
 
 
 def _annealed(core: Problem, start: Answer, deadline: float, laps: Laps) -> Answer:

@@ -1,0 +1,144 @@
+"""Memory as per-node penalties on toulbar2's weighted CSP, weights found by bisection.
+
+Without its memory rule the problem is a weighted CSP that toulbar2 solves well
+(:mod:`solver.wcsp`). The rule comes back as a penalty per node and label,
+``w[n] * extra[n][a]``: ``extra`` is the usage of label ``a`` on the node's
+*hot* uses (those live at a time some answer put over the limit, once hot
+always hot) above the node's smallest such usage. Each round solves the
+penalised model and moves every weight by bisection between a weight known too
+low and one known high enough for that node:
+
+* a node with a use live where the answer broke the limit raises its lower end
+  to its weight, and its weight doubles while no upper end is known (a known
+  upper end not above the weight is forgotten: it was learned with other
+  weights around it), else goes half-way up;
+* a node that kept clear of the broken times lowers its upper end to its weight,
+  and its weight goes half-way down.
+
+Every answer becomes a candidate: answers over the limit are first repaired
+(smaller usages, cheapest cost per byte saved, :meth:`~solver.flat.Flat.repair`),
+then polished by memory-safe descent; the cheapest is improved once more by
+group descent with price rounds (:func:`solver.quick.improve`) and checked exactly.
+This is the scheme the winning team of the 2025 IOPDDL contest described
+(toulbar2 with bisected per-node memory penalties, answers polished by
+single-node moves that keep the limit).
+
+Example: on contest instance C the memory-free optimum needs three times the
+limit; round 1 (weights ``w0``) already keeps it, and the cheapest answer of a
+few rounds costs 1.003 times the best published (BENCHMARKS.md, Solver core).
+
+Deterministic: a fixed number of rounds, each a toulbar2 search cut by its
+backtrack count; ``deadline`` only stops the rounds early as a safety net.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from solver.errors import ProblemError
+from solver.flat import BAD, Flat
+from solver.problem import Problem, evaluate, memory_feasible
+from solver.quick import improve
+from solver.wcsp import solve_wcsp
+
+#: Bisection rounds (toulbar2 solves) and the backtracks of each.
+ROUNDS = 12
+BACKTRACKS = 2_000
+#: Largest penalty of one label: keeps toulbar2's sums of costs far below its
+#: infinite cost (about 5e17) on problems of up to ~10**4 nodes.
+MAX_PENALTY = 10**13
+
+
+class _Weights:
+    """Per-node weights with their bisection ends (``lo`` too low, ``hi`` enough)."""
+
+    def __init__(self, n: int) -> None:
+        self.w = np.zeros(n)
+        self.lo = np.zeros(n)
+        self.hi = np.full(n, np.inf)
+
+    def update(self, broke: np.ndarray, w0: float) -> None:
+        w = self.w
+        self.lo = np.where(broke, w, self.lo)
+        self.hi = np.where(broke, np.where(self.hi <= w, np.inf, self.hi), w)
+        self.w = np.where(np.isinf(self.hi), np.maximum(2 * w, w0), (self.lo + self.hi) / 2)
+
+
+def _hot_extra(flat: Flat, hot: np.ndarray) -> np.ndarray:
+    """Per flat label: its usage on the node's hot uses above the node's smallest."""
+    weights = flat.u_usage * np.repeat(hot, np.diff(flat.u_off))
+    total = np.bincount(flat.u_pos, weights=weights, minlength=flat.size)
+    return total - np.repeat(np.minimum.reduceat(total, flat.off[:-1]), flat.k)
+
+
+def _broken_uses(flat: Flat, labels: np.ndarray) -> np.ndarray:
+    """Per memory use: whether it is live at a time over the limit."""
+    over = flat.load(labels) > flat.limit
+    count = np.concatenate([[0], np.cumsum(over)])
+    return count[flat.u_hi] > count[flat.u_lo]
+
+
+def _candidate(flat: Flat, labels: np.ndarray) -> np.ndarray | None:
+    """``labels`` repaired to the limit if needed, then polished; ``None`` if no repair fits."""
+    if flat.limited:
+        labels, fits = flat.repair(labels)
+        if not fits:
+            return None
+    return flat.icm(labels, hard_memory=flat.limited)
+
+
+def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BACKTRACKS,
+                   deadline: float | None = None) -> tuple[tuple[int, ...], int] | None:
+    """The cheapest answer (labels and cost) that keeps every rule and the memory
+    limit found over ``rounds`` toulbar2 solves with bisected per-node penalties,
+    or ``None`` when none was found. ``problem`` must have no ties (the reduced
+    problems of :mod:`solver.reductions` have none)."""
+    if problem.ties:
+        raise ProblemError("penalty search needs a problem without ties (merge them first)")
+    if problem.num_nodes == 0:
+        return None
+    flat = Flat(problem)
+    weights = _Weights(flat.n)
+    hot = np.zeros(len(flat.u_node), bool)
+    extra = np.zeros(flat.size)
+    best, best_cost, w0 = None, np.inf, None
+    for _ in range(rounds):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        penalty = np.minimum(np.repeat(weights.w, flat.k) * extra, MAX_PENALTY)
+        rows = np.split(np.rint(penalty).astype(np.int64), flat.off[1:-1])
+        found = solve_wcsp(problem, rows, backtracks=backtracks)
+        if found.labels is None:
+            break  # no answer keeps the hard rules (or toulbar2 found none in budget)
+        labels = np.array(found.labels, np.int64)
+        candidate = _candidate(flat, labels)
+        if candidate is not None and flat.cost(candidate) < best_cost:
+            best, best_cost = candidate, flat.cost(candidate)
+        if not flat.limited:
+            break  # nothing to penalise: the first answer is toulbar2's best
+        broken = _broken_uses(flat, labels)
+        if (broken & ~hot).any():
+            hot |= broken
+            extra = _hot_extra(flat, hot)
+        if w0 is None:
+            # The first weight makes the answer's penalty as large as its cost.
+            w0 = flat.cost(labels) / max(1.0, float(extra[flat.off[:-1] + labels].sum()))
+        broke = np.zeros(flat.n, bool)
+        broke[flat.u_node[broken]] = True
+        weights.update(broke, w0)
+    return None if best is None else _checked(problem, flat, best, deadline)
+
+
+def _checked(problem: Problem, flat: Flat, labels: np.ndarray, deadline: float | None
+             ) -> tuple[tuple[int, ...], int] | None:
+    """``labels`` improved by group descent with price rounds, checked exactly."""
+    if flat.cost(labels) >= BAD:
+        return None
+    labels = improve(flat, labels, deadline=deadline)
+    answer = tuple(int(x) for x in labels)
+    cost = evaluate(problem, answer)
+    if cost is None or not memory_feasible(problem, answer):
+        return None
+    return answer, cost

@@ -1,0 +1,75 @@
+"""toulbar2 with bisected memory penalties, against brute force (the independent
+oracle): every answer keeps the rules and the memory limit, states its true cost,
+is often optimal, and is reproducible."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle import brute_force, cost_of, random_raw
+from test_reductions import build
+
+from solver.errors import ProblemError
+from solver.penalties import penalty_search
+from solver.problem import make_problem
+
+
+def _binding_raw(rng: np.random.Generator):
+    """A random problem whose memory-free optimum breaks the limit: the limit lies
+    half-way between the smallest possible peak and that optimum's peak."""
+    raw = random_raw(rng, nodes=int(rng.integers(3, 8)), max_labels=4, ties=0,
+                     functional=0.2, memory=False)
+    free = brute_force(raw)
+    if free is None:
+        return None
+    raw.memory = [(n, int(rng.integers(0, 2)), int(rng.integers(2, 4)),
+                   [int(x) for x in rng.integers(0, 10, size=len(u))])
+                  for n, u in enumerate(raw.unary)]
+    lowest = sum(min(use[3]) for use in raw.memory)
+    peak = sum(use[3][free[1][use[0]]] for use in raw.memory)
+    raw.limit = (lowest + peak) // 2
+    return raw if peak > raw.limit else None
+
+
+def test_answers_keep_the_limit_and_are_often_optimal() -> None:
+    tried = optimal = 0
+    for seed in range(50):
+        rng = np.random.default_rng(6100 + seed)
+        raw = _binding_raw(rng)
+        want = None if raw is None else brute_force(raw)
+        if want is None:
+            continue
+        got = penalty_search(build(raw), rounds=8)
+        tried += 1
+        if got is None:
+            continue
+        labels, cost = got
+        assert cost_of(raw, labels) == cost >= want[0], f"seed {seed}"
+        optimal += cost == want[0]
+    assert tried >= 20
+    assert optimal >= 0.6 * tried
+
+
+def test_the_limit_moves_the_answer() -> None:
+    # Memory-free, both nodes take label 0 (cost 0) but use 10 bytes each at once;
+    # the limit 15 leaves room for one: the cheapest way is node 1 to label 1.
+    problem = make_problem([[0, 5], [0, 3]], memory=[(0, 0, 2, [10, 1]), (1, 1, 3, [10, 1])],
+                           memory_limit=15)
+    assert penalty_search(problem) == ((0, 1), 3)
+
+
+def test_same_input_same_answer() -> None:
+    rng = np.random.default_rng(8)
+    raw = random_raw(rng, nodes=40, max_labels=5, density=0.15, ties=0, forbid=0.0,
+                     forbid_pairs=0.0)
+    raw.limit = 60
+    problem = build(raw)
+    first = penalty_search(problem, rounds=6, backtracks=20)
+    assert first is not None and cost_of(raw, first[0]) == first[1]
+    assert penalty_search(problem, rounds=6, backtracks=20) == first
+
+
+def test_ties_are_refused() -> None:
+    problem = make_problem([[0, 1], [1, 0]], ties=[(0, 1)])
+    with pytest.raises(ProblemError):
+        penalty_search(problem)
