@@ -86,9 +86,9 @@ def target_toml(calibration: Calibration) -> str:
                             extent_param=(f", min_extent = {c.reduce_min_extent}"
                                           if c.reduce_min_extent else ""),
                             order_param=(f", order_factor = {c.reduce_order_factor}, "
-                                         f"unroll_extent = {UNROLL_EXTENT}"
+                                         f"unroll_extent = {UNROLL_EXTENT}, vectorized = [\"add\"]"
                                          if c.reduce_order_factor else ""),
-                            order_note=(f"; a row reduction whose physically minor dim is not "
+                            order_note=(f"; an add row reduction whose physically minor dim is not "
                                         f"the one whose loop is vectorized (the last listed, "
                                         f"or the one before it when the last has at most "
                                         f"{UNROLL_EXTENT} elements and is unrolled) "

@@ -150,7 +150,8 @@ def candidate_sets(graph: LayoutGraph, cm: CostModel, *, cap: int = 6,
         if fixed[pref.node]:
             continue
         shape = graph.nodes[pref.node].shape
-        for c in preferred_candidates(cm, pref.instruction, pref.role, pref.index, shape):
+        for c in preferred_candidates(cm, pref.instruction, pref.role, pref.index, shape,
+                                          pref.combiner):
             if c not in sets[pref.node] and _fits(c, shape):
                 sets[pref.node].insert(1, c) if len(sets[pref.node]) else sets[pref.node].append(c)
     reshapes = _Reshapes()

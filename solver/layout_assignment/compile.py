@@ -315,7 +315,8 @@ def node_cost(cm: CostModel, graph: LayoutGraph, prefs_of: dict[int, list], node
             out.append(NodeTerm(pad, "padding", f"tile padding x{node.writes + node.free_reads}",
                                 False))
     for pref in prefs_of.get(node_id, ()):
-        p = preference(cm, pref.instruction, pref.role, pref.index, node.shape, c, pref.flops)
+        p = preference(cm, pref.instruction, pref.role, pref.index, node.shape, c, pref.flops,
+                       pref.combiner)
         if p is not None:
             ns, reason = p.ns, p.reason
             if pref.weight != 1 and ns:

@@ -98,6 +98,9 @@ class Pref:
     #: Multiply-adds x 2 of a convolution (what a backend that falls back to a naive loop
     #: for other layouts pays per flop); 0 for other ops.
     flops: int = 0
+    #: The opcode of a reduce's combiner root (``add``, ``maximum``...; ``tuple`` for a
+    #: variadic one): whether the backend vectorizes its loop; "" for other ops.
+    combiner: str = ""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -192,9 +195,9 @@ class _Builder:
         return nid
 
     def prefer(self, node: int, comp: str, instr: Instruction, role: str, index: int,
-               flops: int = 0) -> None:
+               flops: int = 0, combiner: str = "") -> None:
         self.prefs.append(Pref(node, comp, instr, role, index, self.weights.get(comp, 1),
-                               flops))
+                               flops, combiner))
 
     def relate(self, kind: str, u: int | None, v: int | None, comp: str, instr: str, k: int,
                path: tuple[int, ...], value: str, shape: ArrayShape, **extra) -> None:
@@ -410,7 +413,9 @@ class _Builder:
         if not arrays or arrays[0][2].rank == 0:
             return
         v = self.view(comp, instr, 0, (), arrays[0][2], None)
-        self.prefer(v, comp, instr, "operand", 0)
+        reducer = self.comps.get(computation_name(instr.attr("to_apply")) or "")
+        self.prefer(v, comp, instr, "operand", 0,
+                    combiner=reducer.root_instruction.opcode if reducer is not None else "")
         for k, name, shape in arrays:
             self.relate("convert", self.leaf(comp, name, ()), v, comp, instr.name, k, (), name, shape)
             if k:

@@ -117,8 +117,9 @@ def _conv_labels(instr: Instruction) -> ConvDimLabels | None:
 
 
 def preferred_candidates(cm: CostModel, instr: Instruction, role: str, k: int,
-                         shape: ArrayShape) -> list[Candidate]:
-    """Layouts the target's rules name for this operand/result (deterministic order)."""
+                         shape: ArrayShape, combiner: str = "") -> list[Candidate]:
+    """Layouts the target's rules name for this operand/result (deterministic order;
+    ``combiner``: a reduce's combiner opcode)."""
     op = rule_op(instr)
     if op is None or shape.rank == 0:
         return []
@@ -127,14 +128,16 @@ def preferred_candidates(cm: CostModel, instr: Instruction, role: str, k: int,
     out: list[Candidate] = []
     for rule in cm.target.rules_for(op):
         if _applies(rule, shape.element_type, spatial, k if role == "operand" else None):
-            out.extend(preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels))
+            out.extend(preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels,
+                                                     combiner))
     return list(dict.fromkeys(out))
 
 
 def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: ArrayShape,
-               cand: Candidate, flops: int = 0) -> Preference | None:
+               cand: Candidate, flops: int = 0, combiner: str = "") -> Preference | None:
     """The cost (and hardness) of reading/writing ``shape`` as ``cand`` for ``instr``
-    (``flops``: a convolution's, for a backend that runs other layouts as a naive loop)."""
+    (``flops``: a convolution's, for a backend that runs other layouts as a naive loop;
+    ``combiner``: a reduce's combiner opcode, whether its loop is vectorized)."""
     op = rule_op(instr)
     if op is None or shape.rank == 0:
         return None
@@ -159,7 +162,7 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
     for rule in cm.target.rules_for(op):
         if not _applies(rule, etype, spatial, k if role == "operand" else None):
             continue
-        prefs = preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels)
+        prefs = preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels, combiner)
         if rule.kind == "dot_batch_not_most_minor" and op == "dot":
             batch = _dims(instr.attr("lhs_batch_dims")) if role == "result" else _dot_groups(instr, k)[0]
             bad = bool(batch) and cand.minor_to_major[0] in (
@@ -185,7 +188,7 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
                 miss(rule, prefs[0], "contracting dims not most minor")
         elif rule.kind == "reduction_minor":
             if op == "reduce" and role == "operand":
-                extra, why = _slow_reduction(cm, instr, shape, here, rule)
+                extra, why = _slow_reduction(cm, instr, shape, here, rule, combiner)
                 if extra:
                     total += extra
                     reasons.append(f"{why} ({rule.note or rule.kind})")
@@ -204,7 +207,7 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
 
 
 def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: ArrayShape,
-                    rule: OpRule) -> tuple[int, str]:
+                    rule: OpRule, combiner: str = "") -> tuple[int, str]:
     """``(extra ns, why)`` of a reduce reading ``here``: when its most-minor non-trivial dim
     is ``kept`` or ``reduced`` as the rule's ``slow`` says (``read_factor`` passes over the
     operand), or, in the other form, when that dim is not the first one listed
@@ -215,11 +218,15 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
         return 0, ""
     form = "reduced" if order[0] in reduced else "kept"
     if form != rule.params.get("slow", "kept"):
-        return _misordered_reduction(cm, instr, shape, here, order, rule)
+        return _misordered_reduction(cm, instr, shape, here, order, rule, combiner)
     extent = 1
     for d in reduced:
         extent *= shape.dims[d]
-    min_extent = int(rule.params.get("min_extent", 0))
+    # A variadic reduce (argmax: its combiner returns a tuple) is never vectorized by
+    # XLA:CPU ("vectorization of variadic reduce not implemented"), so its column form is
+    # slow however few elements each result reads (gen_reduce_heavy's argmax over 32
+    # elements ran 1.6x XLA's time read in place of XLA's copy to the row form, measured).
+    min_extent = 0 if combiner == "tuple" else int(rule.params.get("min_extent", 0))
     if form == "kept" and extent < min_extent:
         return 0, ""  # each result element reads few strided elements: they stay in cache
     factor = float(rule.params.get("read_factor", 0.0))
@@ -229,13 +236,16 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
     return int(factor * cm.target.pass_ns(physical_size_bytes(here))), why
 
 
-def _vectorized_dim(reduced: list[int], shape: ArrayShape, rule: OpRule) -> int | None:
+def _vectorized_dim(reduced: list[int], shape: ArrayShape, rule: OpRule,
+                    combiner: str) -> int | None:
     """The reduced dim whose loop XLA:CPU's row reduction runs vectorized (None without the
-    rule's ``order_factor``): the loops nest in the listed order, the last listed innermost
-    (XLA's ``ForLoopNest::AddLoopsForShapeOnDimensions``), and an innermost loop of at most
+    rule's ``order_factor``, or for a combiner not in its ``vectorized`` list: a ``maximum``
+    row reduction ran scalar, as slow in every order, measured): the loops nest in the
+    listed order, the last listed innermost (XLA's
+    ``ForLoopNest::AddLoopsForShapeOnDimensions``), and an innermost loop of at most
     ``unroll_extent`` iterations is unrolled whole, which leaves the loop around it innermost
     (measured: the fast layout follows that dim across 12 shapes)."""
-    if not rule.params.get("order_factor"):
+    if not rule.params.get("order_factor") or combiner not in rule.params.get("vectorized", ()):
         return None
     listed = [d for d in reduced if shape.dims[d] != 1]
     if not listed:
@@ -247,7 +257,8 @@ def _vectorized_dim(reduced: list[int], shape: ArrayShape, rule: OpRule) -> int 
 
 
 def _misordered_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape,
-                          here: ArrayShape, order: list[int], rule: OpRule) -> tuple[int, str]:
+                          here: ArrayShape, order: list[int], rule: OpRule,
+                          combiner: str) -> tuple[int, str]:
     """A reduction whose physically minor dim is reduced, with some dim kept, pays
     ``order_factor`` passes over its operand when that dim is not the one whose loop XLA:CPU
     vectorizes (:func:`_vectorized_dim`): the vectorized loop then strides through memory,
@@ -256,7 +267,7 @@ def _misordered_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape,
     round, 0.42 and 0.21 ms, its inner loop of 128 not unrolled). A reduction of every
     non-trivial dim is not affected (measured)."""
     factor = float(rule.params.get("order_factor", 0.0))
-    vector = _vectorized_dim(list(_dims(instr.attr("dimensions"))), shape, rule)
+    vector = _vectorized_dim(list(_dims(instr.attr("dimensions"))), shape, rule, combiner)
     if not factor or vector is None or order[0] == vector:
         return 0, ""
     why = (f"the reduce's physically minor dim {order[0]} is not dim {vector}, whose loop "
@@ -266,7 +277,8 @@ def _misordered_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape,
 
 def preferred_candidates_for_rule(cm: CostModel, instr: Instruction, role: str, k: int,
                                   shape: ArrayShape, rule: OpRule,
-                                  labels: ConvDimLabels | None) -> list[Candidate]:
+                                  labels: ConvDimLabels | None,
+                                  combiner: str = "") -> list[Candidate]:
     op = rule_op(instr)
     rank = shape.rank
     if rule.kind == "default_layout":
@@ -300,7 +312,7 @@ def preferred_candidates_for_rule(cm: CostModel, instr: Instruction, role: str, 
         if not (reduced and kept):
             return []
         # The dim XLA:CPU's reduction loop nest vectorizes most minor (``order_factor``).
-        vector = _vectorized_dim(reduced, shape, rule)
+        vector = _vectorized_dim(reduced, shape, rule, combiner)
         if vector is not None:
             reduced = [d for d in reduced if d != vector] + [vector]
         fast = [*kept, *reduced] if rule.params.get("slow", "kept") == "kept" else [*reduced, *kept]
