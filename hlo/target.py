@@ -126,6 +126,9 @@ class TransposeCost(_Frozen):
     standalone transpose as a slow elementwise one; 1 where the two are the same).
     ``reshape_standalone``: the same for a ``reshape`` that is not a bitcast (XLA:CPU runs it
     as its own elementwise loop), against the copy moving the same bytes.
+    ``standalone_min_stride``: ``standalone`` applies only when the transpose's innermost
+    loop (over its result's physically minor dim) reads its operand this many bytes apart or
+    more; closer reads cost what the copy costs (0: always ``standalone``).
     """
 
     minor_moving: float = Field(gt=0)
@@ -133,6 +136,7 @@ class TransposeCost(_Frozen):
     uncoalesced: float = Field(gt=0)
     standalone: float = Field(1.0, gt=0)
     reshape_standalone: float = Field(1.0, gt=0)
+    standalone_min_stride: int = Field(0, ge=0)
     #: The shared-memory staging of a ``minor_moving`` transpose (GPU), if any.
     shared_staging: SharedStaging | None = None
     note: str = ""

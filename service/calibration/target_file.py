@@ -11,6 +11,10 @@ from service.calibration.run import Calibration
 #: The longest innermost reduction loop LLVM unrolls whole in XLA:CPU (measured: loops of 16,
 #: 32 and 64 iterations behave unrolled, 128 and 256 not); not fitted.
 UNROLL_EXTENT = 64
+#: A standalone transpose whose innermost loop reads its operand fewer bytes apart than this
+#: ran no slower than the copy doing the same movement (measured: 128-256 bytes apart 0.4-0.8x
+#: the copy's time, 512 and more 2.4-6.7x); not fitted.
+STANDALONE_MIN_STRIDE = 512
 
 _TEMPLATE = '''# {platform}: calibrated by `hlo-layout calibrate --platform {platform}` through XLA's own
 # execution path (the module run as written, one pinned CPU, {reps} interleaved rounds).
@@ -22,7 +26,7 @@ cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
 tileable_minor_dims = 0
-calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement, a reshape that is not a bitcast {c.reshape_standalone}x; an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}. {n} samples."
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {min_stride} bytes apart or more (else the copy's cost), a reshape that is not a bitcast {c.reshape_standalone}x; an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}. {n} samples."
 
 [transpose]
 minor_moving = {c.minor_moving}
@@ -30,6 +34,7 @@ major_only = {c.major_only}
 uncoalesced = {c.minor_moving}
 standalone = {c.standalone}
 reshape_standalone = {c.reshape_standalone}
+standalone_min_stride = {min_stride}
 note = "Slopes of XLA:CPU copy and transpose times against bytes, relative to a plain copy."
 
 [copies]
@@ -79,6 +84,7 @@ def target_toml(calibration: Calibration) -> str:
     text = _TEMPLATE.format(platform=calibration.platform, reps=calibration.reps,
                             machine=calibration.machine, date=calibration.date, load=load,
                             load1=calibration.load_average[0], c=c, n=c.samples,
+                            min_stride=STANDALONE_MIN_STRIDE,
                             cache_bytes=CACHE_BYTES,
                             extent_note=(f" when each result element reads at least "
                                          f"{c.reduce_min_extent} elements"

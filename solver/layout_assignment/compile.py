@@ -40,7 +40,7 @@ import numpy as np
 
 from hlo.bitcast import bitcast_kind, is_bitcast, transpose_is_bitcast
 from hlo.errors import HloError
-from hlo.shape import ArrayShape
+from hlo.shape import ArrayShape, element_bits
 from solver.layout_assignment.costs import Candidate, CostModel, Term, physical_bytes
 from solver.layout_assignment.layout_graph import LayoutGraph, Relation
 from solver.layout_assignment.rules import preference
@@ -196,6 +196,10 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
         want = Candidate(tuple(rel.dims[d] for d in cv.minor_to_major))
         ns, why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "")
         slower = cm.target.transpose.standalone
+        stride = _read_stride(src, dst, rel.dims)
+        if slower != 1.0 and stride < cm.target.transpose.standalone_min_stride:
+            return ns, (f"transpose moves data: {why}; its innermost loop reads {stride} "
+                        "bytes apart, close enough to cost what the copy costs")
         if slower != 1.0:
             return (math.ceil(ns * slower),
                     f"transpose moves data: {why}; x{slower:g}: a standalone transpose, "
@@ -520,3 +524,19 @@ def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
             where = rel.instruction or "ROOT"
             terms.append(Term(kind, rel.computation, where, nbytes, ns, reason))
     return sum(t.ns for t in terms), terms, broken
+
+
+def _read_stride(src: ArrayShape, dst: ArrayShape, dims: tuple[int, ...]) -> int:
+    """Bytes between the operand elements a transpose's innermost loop reads one after the
+    other: the operand stride of the dim that is the result's physically minor one (the
+    loop runs over the result in its layout; size-1 dims aside)."""
+    out = [d for d in dst.effective_layout().minor_to_major if dst.dims[d] != 1]
+    if not out:
+        return 0
+    read = dims[out[0]]
+    stride = max(1, element_bits(src.element_type) // 8)
+    for d in src.effective_layout().minor_to_major:
+        if d == read:
+            return stride
+        stride *= src.dims[d]
+    return stride

@@ -279,3 +279,25 @@ def test_a_variadic_column_reduction_is_slow_however_few_elements_it_reads():
     scored = score(parse_module(ARGMAX), cpu)
     assert scored.total == expected
     assert "the slow form" in scored.terms[0].reason
+
+
+SMALL_STRIDE = """HloModule t, entry_computation_layout={(f32[64,8,3,64]{3,2,1,0})->f32[8,64,64,3]{3,2,1,0}}
+ENTRY e {
+  p = f32[64,8,3,64]{3,2,1,0} parameter(0)
+  ROOT t = f32[8,64,64,3]{3,2,1,0} TRANSPOSE
+}
+"""
+
+
+def test_a_standalone_transpose_reading_close_elements_costs_the_copy():
+    # The result's minor dim (3) is the operand's dim 2, whose elements lie 64 x 4 = 256
+    # bytes apart: measured 0.019 ms standalone against 0.14 ms for XLA's bitcast + copy.
+    cpu = load_target("cpu")
+    assert 256 < cpu.transpose.standalone_min_stride <= 2048
+    standalone = score(parse_module(SMALL_STRIDE.replace(
+        "TRANSPOSE", "transpose(p), dimensions={1,0,3,2}")), cpu)
+    copy = score(parse_module(SMALL_STRIDE.replace(
+        "TRANSPOSE", "copy(b)").replace(
+        "  ROOT", "  b = f32[8,64,64,3]{2,3,0,1} transpose(p), dimensions={1,0,3,2}\n  ROOT")), cpu)
+    assert copy.total > 0 and standalone.total == copy.total
+    assert "256 bytes apart" in standalone.terms[0].reason
