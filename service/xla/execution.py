@@ -9,7 +9,8 @@ against each other. The first module is the reference.
 How times are taken (ORACLES §3, learned on a shared 2-core machine): the child is pinned to
 one CPU; modules with the same entry layouts share one set of input buffers; after a warm-up,
 every round runs each module once, in a rotated order; the reference runs twice per round
-(A/B/A) so the noise floor is measured with the numbers. Ratios are paired: per round,
+(A/B/A), its two runs half a round apart (:func:`_round_order`), so the noise floor is
+measured with the numbers. Ratios are paired: per round,
 candidate over the mean of the reference's two runs, then the median and quartiles over
 rounds.
 
@@ -234,9 +235,7 @@ def _write_inputs(path: Path, inputs: Sequence[np.ndarray]) -> None:
 
 def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, plain=(), platform="cpu"):
     """(result, None), or ({}, why) when the child died without a result."""
-    order = list(keys.values())
-    if order and reps > 0:
-        order.append(order[0] + _AGAIN)
+    order = _round_order(list(keys.values())) if reps > 0 else list(keys.values())
     job = {
         "mode": "run",
         "modules": {key: str(work / f"{key}.hlo") for key in keys.values()},
@@ -251,6 +250,22 @@ def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, plain=(), p
         "cpu": 10**6 if pin_cpu else None,  # not an allowed CPU: the child takes the last one
     }
     return call_child(work, job, timeout_s)
+
+
+def _round_order(keys: list[str]) -> list[str]:
+    """One round: the reference, half the candidates, the reference again, the other half.
+
+    The child rotates this order round by round, so it is a cycle: the reference's second
+    run sits halfway round it from the first, never beside it (with four candidates or more,
+    not even across two rounds' junction, which joins runs two apart). A module run twice in
+    a row runs faster the second time (measured: three copies of one 0.1 ms module, the
+    reference with its second run appended after the last candidate, so right before its
+    first one in every rotation but one: the copies 1.22x and 1.53x the reference), which
+    would make the reference look faster than what it is compared with."""
+    if not keys:
+        return []
+    half = 1 + len(keys) // 2
+    return [*keys[:half], keys[0] + _AGAIN, *keys[half:]]
 
 
 def call_child(work: Path, job: dict, timeout_s: float) -> tuple[dict, str | None]:
