@@ -49,6 +49,8 @@ BACKTRACKS = 2_000
 #: Largest penalty of one label: keeps toulbar2's sums of costs far below its
 #: infinite cost (about 5e17) on problems of up to ~10**4 nodes.
 MAX_PENALTY = 10**13
+#: How fast a weight grows while no upper end is known.
+GROWTH = 8.0
 
 
 class _Weights:
@@ -63,7 +65,7 @@ class _Weights:
         w = self.w
         self.lo = np.where(broke, w, self.lo)
         self.hi = np.where(broke, np.where(self.hi <= w, np.inf, self.hi), w)
-        self.w = np.where(np.isinf(self.hi), np.maximum(2 * w, w0), (self.lo + self.hi) / 2)
+        self.w = np.where(np.isinf(self.hi), np.maximum(GROWTH * w, w0), (self.lo + self.hi) / 2)
 
 
 def _hot_extra(flat: Flat, hot: np.ndarray) -> np.ndarray:

@@ -68,14 +68,17 @@ ANNEAL_ROUNDS = 3
 ANNEAL_SHARE = 0.6
 #: A memory-limited core that is not annealed, whose tables hold at most this many
 #: entries, first gets toulbar2's answers with bisected memory penalties
-#: (:mod:`solver.penalties`): PENALTY_WORK // entries rounds, between PENALTY_MIN_ROUNDS
-#: and PENALTY_MAX_ROUNDS, within PENALTY_SHARE of the time left (a safety net: on a
-#: quiet machine the rounds end well before). Larger tables (contest cores A, L, N, U)
-#: took toulbar2 tens of seconds a round (BENCHMARKS.md, Solver core).
+#: (:mod:`solver.penalties`): PENALTY_WORK // entries rounds (between PENALTY_MIN_ROUNDS
+#: and PENALTY_MAX_ROUNDS) of PENALTY_SEARCH // entries backtracks each (between
+#: PENALTY_MIN_BACKTRACKS and PENALTY_MAX_BACKTRACKS), within PENALTY_SHARE of the time
+#: left (a safety net for a loaded machine). Larger tables (contest cores A, L, N, U) took
+#: toulbar2 tens of seconds a round (BENCHMARKS.md, Solver core).
 PENALTY_ENTRIES = 2_000_000
 PENALTY_WORK = 12_000_000
 PENALTY_MIN_ROUNDS, PENALTY_MAX_ROUNDS = 4, 12
-PENALTY_SHARE = 0.5
+PENALTY_SEARCH = 1_500_000_000
+PENALTY_MIN_BACKTRACKS, PENALTY_MAX_BACKTRACKS = 100, 2_000
+PENALTY_SHARE = 0.7
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,10 +323,12 @@ def _penalised(core: Problem) -> bool:
 
 def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps) -> Answer:
     """``start``, or the cheaper answer of toulbar2 with bisected memory penalties."""
-    rounds = min(PENALTY_MAX_ROUNDS,
-                 max(PENALTY_MIN_ROUNDS, PENALTY_WORK // max(1, _table_entries(core))))
+    entries = max(1, _table_entries(core))
+    rounds = min(PENALTY_MAX_ROUNDS, max(PENALTY_MIN_ROUNDS, PENALTY_WORK // entries))
+    backtracks = min(PENALTY_MAX_BACKTRACKS,
+                     max(PENALTY_MIN_BACKTRACKS, PENALTY_SEARCH // entries))
     cut = time.perf_counter() + PENALTY_SHARE * max(0.0, deadline - time.perf_counter())
-    found = penalty_search(core, rounds, deadline=cut)
+    found = penalty_search(core, rounds, backtracks, deadline=cut)
     laps.lap("penalties")
     answer = None if found is None else _feasible(core, found[0])
     return answer if answer is not None and answer.cost < start.cost else start
