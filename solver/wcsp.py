@@ -28,6 +28,7 @@ process (the lock below serialises them).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -119,6 +120,7 @@ def solve_wcsp(problem: Problem, extra: Sequence[np.ndarray] | None = None, *,
     if problem.num_nodes == 0:
         return WcspAnswer((), 0, True, 0)
     with _LOCK:
+        began = time.process_time()
         try:
             cfn = _build(problem, extra)
             cfn.Option.backtrackLimit = backtracks
@@ -127,7 +129,10 @@ def solve_wcsp(problem: Problem, extra: Sequence[np.ndarray] | None = None, *,
             # Posting the hard rules alone already emptied a domain: nothing is allowed.
             return WcspAnswer(None, None, True, 0)
         done = cfn.GetNbBacktracks()
-    complete = done < backtracks
+        # toulbar2 does not say whether its timer cut the search: one that ran its
+        # CPU seconds out is taken as cut.
+        timed_out = seconds > 0 and time.process_time() - began >= seconds
+    complete = done < backtracks and not timed_out
     if found is None:
         return WcspAnswer(None, None, complete, done)
     labels = tuple(int(x) for x in found[0])
