@@ -17,6 +17,9 @@ add up):
    components, identical pieces once;
 4. else CP-SAT with a share of the time left (its best answer and bound).
 
+Steps 0 and 1 run on every component first; the time left is then shared, by size,
+among the components they did not settle (only those need it).
+
 With a start (``hint``: an answer of the whole problem, e.g. the exact shared-copy
 problem's start), steps 2 and 3 are skipped: a component that neither the start nor
 elimination settles goes to CP-SAT from the start, with its share of the time.
@@ -90,32 +93,40 @@ def solve_in_parts(problem: Problem, options: SolveOptions = SolveOptions(), *,
                         message=reduction.infeasible or "")
     start = None if hint is None else reduction.postsolve.project(hint)
     parts = components(core)
-    sizes = [len(p) for p in parts]
     owner = np.zeros(core.num_nodes, np.int64)
     for i, nodes in enumerate(parts):
         owner[list(nodes)] = i
     edges_of: list[list[Edge]] = [[] for _ in parts]
     for e in core.edges:
         edges_of[int(owner[e.u])].append(e)
-    labels = [0] * core.num_nodes
-    cost = bound = 0
-    proven = True
-    for i, nodes in enumerate(parts):
-        share = 0.0 if quick else sizes[i] / max(1, sum(sizes[i:]))
+    # The cheap steps on every component first, so that the search's time is shared
+    # among the components that need it.
+    settled: list[_Found | _Open | None] = [
+        _cheap(core, nodes, edges_of[i], deadline,
+               None if start is None else [start[n] for n in nodes])
+        for i, nodes in enumerate(parts)]
+    if any(found is None for found in settled):
+        return Solution(Status.INFEASIBLE, timings_ms=laps.timings(),
+                        message="no assignment meets the hard rules")
+    opened = [i for i, part in enumerate(settled) if isinstance(part, _Open)]
+    sizes = [len(settled[i].nodes) for i in opened]
+    for k, i in enumerate(opened):
+        share = 0.0 if quick else sizes[k] / max(1, sum(sizes[k:]))
         try:
-            known = None if start is None else [start[n] for n in nodes]
-            found = _component(core, nodes, edges_of[i], options, deadline, share, known)
+            settled[i] = found = _searched(settled[i], options, deadline, share)
         except _Unanswered as err:
             return Solution(Status.UNKNOWN, timings_ms=laps.timings(),
                             message=f"no answer found in time: {err}")
         if found is None:
             return Solution(Status.INFEASIBLE, timings_ms=laps.timings(),
                             message="no assignment meets the hard rules")
+    labels = [0] * core.num_nodes
+    for found in settled:
         for node, label in found.labels.items():
             labels[node] = label
-        cost += found.cost
-        bound += found.bound
-        proven = proven and found.proven
+    cost = sum(found.cost for found in settled)
+    bound = sum(found.bound for found in settled)
+    proven = all(found.proven for found in settled)
     laps.lap("components")
     full = reduction.postsolve.restore(tuple(labels))
     total = evaluate(problem, full)
@@ -136,11 +147,23 @@ def _subproblem(core: Problem, nodes: tuple[int, ...], edges: list[Edge]) -> Pro
                         [(index[e.u], index[e.v], e.costs) for e in edges])
 
 
-def _component(core: Problem, nodes: tuple[int, ...], edges: list[Edge],
-               options: SolveOptions, deadline: float, share: float,
-               known: list[int] | None = None) -> _Found | None:
-    """The component's answer (labels by core node), or ``None`` if it is infeasible.
-    ``known``: a start (labels of ``nodes``; ``-1`` where the reductions dropped its label)."""
+@dataclasses.dataclass(slots=True)
+class _Open:
+    """A component the cheap steps did not settle: its problem, and its start (the given
+    one, else the heuristic's; ``None`` when it breaks a hard rule)."""
+
+    nodes: tuple[int, ...]
+    sub: Problem
+    late: _Found | None
+    hinted: bool
+
+
+def _cheap(core: Problem, nodes: tuple[int, ...], edges: list[Edge], deadline: float,
+           known: list[int] | None) -> _Found | _Open | None:
+    """The component's answer by the cheap steps (a node alone, the start meeting the
+    trivial bound, bucket elimination), else what the search needs; ``None`` if it is
+    infeasible. ``known``: a start (labels of ``nodes``; ``-1`` where the reductions
+    dropped its label)."""
     if len(nodes) == 1:
         # A node alone (reductions cut short leave them): its cheapest label.
         costs = core.unary[nodes[0]]
@@ -163,10 +186,22 @@ def _component(core: Problem, nodes: tuple[int, ...], edges: list[Edge],
         labels, cost = eliminated
         return (_Found(dict(zip(nodes, labels)), cost, cost, True) if cost < FORBIDDEN
                 else None)
-    if known is not None and late is not None:
+    return _Open(nodes, sub, late, known is not None and late is not None)
+
+
+def _searched(part: _Open, options: SolveOptions, deadline: float, share: float
+              ) -> _Found | None:
+    """A component the cheap steps left, searched: from its start by CP-SAT with
+    ``share`` of the time left; without one, over a narrow separator, by CP-SAT's first
+    try, over a wide separator, then CP-SAT with ``share``."""
+    nodes, sub = part.nodes, part.sub
+    if part.late is not None and time.perf_counter() >= deadline:
+        return part.late
+    if part.hinted:
         left = max(0.05, (deadline - time.perf_counter()) * share)
+        hint = [part.late.labels[n] for n in nodes]
         return _found(nodes, solve(sub, dataclasses.replace(options, time_limit=left),
-                                   hint=known))
+                                   hint=hint))
     split = find_split(sub, tuple(range(len(nodes))))
     narrow = split is not None and max(
         math.prod(len(sub.unary[split.separator[i]]) for i in b) for b in split.boundaries
