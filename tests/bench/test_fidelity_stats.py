@@ -69,3 +69,35 @@ def test_the_summary_reports_unseen_modules_apart_with_both_taus():
     # Unseen: ours is cheaper than XLA predicted dearer: one discordant pair of three.
     assert s["unseen"]["tau_mean_noise"] == pytest.approx(1 / 3)
     assert s["unseen"]["ours_faster_beyond_noise"] == [(names[0], 0.5, 1.053)]
+
+
+def test_same_program_ignores_how_a_scalar_layout_is_written():
+    import dataclasses
+
+    from bench.fidelity import same_program
+    from hlo.parser import parse_module
+    from hlo.shape import ArrayShape, Layout
+
+    text = """HloModule m, entry_computation_layout={(f32[4,3]{1,0})->f32[]SCALAR}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[4,3]{1,0} parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(p, z), dimensions={0,1}, to_apply=add
+}
+"""
+    plain = parse_module(text.replace("SCALAR", ""))
+    entry = plain.attr("entry_computation_layout")
+    # The same entry layouts with the scalar result's layout empty instead of absent (as
+    # assignment writes it): the same program.
+    empty = dataclasses.replace(plain, attributes=tuple(
+        (k, dataclasses.replace(entry, result=ArrayShape("f32", (), Layout(()))))
+        if k == "entry_computation_layout" else (k, v) for k, v in plain.attributes))
+    assert repr(empty.attr("entry_computation_layout")) != repr(entry)
+    assert same_program(plain, empty)
+    other = parse_module(text.replace("SCALAR", "").replace("{(f32[4,3]{1,0})", "{(f32[4,3]{0,1})"))
+    assert not same_program(plain, other)
