@@ -109,3 +109,50 @@ class MemoryRows:
         np.add.at(change, self.first, per_use)
         np.subtract.at(change, self.last, per_use)
         return np.cumsum(change[:-1])
+
+
+def node_part(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray, q: np.ndarray
+              ) -> tuple[float, np.ndarray]:
+    """The node terms of the bound for multipliers ``q``, the messages fixed (``node``:
+    per unary index, the reparametrized cost without penalties): ``Σ_u min_a`` of the
+    penalized cost, plus the constant. Float, for the search only; and the costs."""
+    costs = node + rows.penalties(q, len(node))
+    return float(np.minimum.reduceat(costs, node_start[:-1]).sum()) + rows.constant(q), costs
+
+
+def first_cheapest(costs: np.ndarray, node_start: np.ndarray) -> np.ndarray:
+    """Per unary index, whether it is its node's first cheapest label."""
+    sizes = np.diff(node_start)
+    cheapest = np.repeat(np.minimum.reduceat(costs, node_start[:-1]), sizes)
+    tied = np.flatnonzero(costs <= cheapest)
+    owner = np.repeat(np.arange(len(sizes)), sizes)[tied]
+    keep = np.ones(len(tied), bool)
+    keep[1:] = owner[1:] != owner[:-1]
+    chosen = np.zeros(len(costs), bool)
+    chosen[tied[keep]] = True
+    return chosen
+
+
+def ascend_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray,
+                       q: np.ndarray, step: float, rounds: int) -> tuple[np.ndarray, float]:
+    """Multipliers that raise the node terms (:func:`node_part`), the messages fixed:
+    up to ``rounds`` projected subgradient steps, each kept only if the node terms
+    rise (the step grows by half after a kept one and shrinks fourfold after a
+    refused try, at most 6 tries). The edge terms do not depend on the multipliers,
+    so each kept step raises the whole bound. Returns (multipliers, next step)."""
+    value, costs = node_part(rows, node, node_start, q)
+    for _ in range(rounds):
+        slack = rows.load(first_cheapest(costs, node_start)) - rows.cap
+        slack = np.where((q > 0) | (slack > 0), slack, 0.0)
+        if not slack.any():
+            break
+        for _ in range(6):
+            trial = np.maximum(0.0, q + step * slack)
+            trial_value, trial_costs = node_part(rows, node, node_start, trial)
+            if trial_value > value:
+                q, value, costs, step = trial, trial_value, trial_costs, step * 1.5
+                break
+            step /= 4
+        else:
+            break
+    return q, step

@@ -11,7 +11,8 @@ from oracle import BIG, Raw, brute_force, random_raw
 from test_reductions import build
 
 from solver.dual_bound import dual_bound, dual_bound_detail
-from solver.problem import FORBIDDEN, Problem, make_problem
+from solver.dual_memory import MemoryRows, ascend_multipliers, node_part
+from solver.problem import FORBIDDEN, Problem, make_problem, peak_memory
 
 
 def trivial_bound(problem: Problem) -> int:
@@ -82,7 +83,55 @@ def test_memory_multipliers() -> None:
     assert dual_bound(problem, 30.0, sweeps=200) == 10
 
 
+@pytest.mark.parametrize("block", range(2))
+def test_both_multiplier_stages_below_the_optimum(block: int) -> None:
+    # Loopy problems whose limit is one byte below the peak of the optimum without
+    # the memory rule (so the rule binds): with 40 sweeps the subgradient stage gets
+    # 20 and the alternating stage 20; the bound, certified at the better of their
+    # points, never exceeds the brute-force optimum with the memory rule.
+    above_relaxed = tried = 0
+    for seed in range(block * 60, block * 60 + 60):
+        rng = np.random.default_rng(9100 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(3, 9)), max_labels=int(rng.integers(2, 4)),
+                         density=float(rng.uniform(0.3, 0.9)), ties=0, memory=True,
+                         forbid_pairs=float(rng.uniform(0, 0.2)))
+        relaxed = brute_force(dataclasses.replace(raw, memory=[], fixed=[], limit=None))
+        if relaxed is None:
+            continue
+        raw.limit = peak_memory(build(raw), relaxed[1]) - 1
+        full = brute_force(raw)
+        if full is None:
+            continue
+        problem = build(raw)
+        got = dual_bound_detail(problem, 30.0, sweeps=40)
+        assert got == dual_bound_detail(problem, 30.0, sweeps=40), f"seed {seed}"
+        assert got.value <= full[0], f"seed {seed}"
+        tried += 1
+        above_relaxed += got.value > relaxed[0]
+    assert tried >= 15 and above_relaxed >= 5  # the memory rule raises the bound
+
+
+def test_multiplier_steps_never_lower_the_node_terms() -> None:
+    # Three nodes whose cheap labels need 6 bytes each at the same time, limit 10:
+    # one may be cheap, so the optimum is 8. The LP (and the best multiplier, 2/3
+    # per byte) has 12 - 4 * 10/6 = 16/3; the kept steps only raise the node terms
+    # (messages fixed at zero) and stay below it.
+    problem = make_problem([[0, 4], [0, 4], [0, 4]],
+                           memory=[(n, 0, 2, [6, 0]) for n in range(3)], memory_limit=10)
+    live = [np.ones(2, bool)] * 3
+    rows = MemoryRows.build(problem, live, np.array([0, 2, 4]))
+    node = np.array([0.0, 4.0] * 3)
+    start = np.array([0, 2, 4, 6])
+    q = np.zeros(rows.checks)
+    before, _ = node_part(rows, node, start, q)
+    q, _ = ascend_multipliers(rows, node, start, q, 0.01, 200)
+    after, _ = node_part(rows, node, start, q)
+    assert before == 0 and 5 < after <= 16 / 3 + 1e-9
+    assert dual_bound(problem, 30.0, sweeps=40) == 6
+
+
 @pytest.mark.parametrize("chain", [True, False])
+
 def test_exact_on_trees_and_chains(chain: bool) -> None:
     for seed in range(80):
         rng = np.random.default_rng(8000 + seed)
