@@ -7,6 +7,12 @@ time limit (the reductions' offset is added back). Prints a markdown table;
 writes nothing.
 
     python3 bench/dual_bound.py [--limits 5,20] [--only A,K] [--no-memory]
+    python3 bench/dual_bound.py --stages 100 [--only K,U]
+
+``--stages N``: instead of time limits, N sweeps (the same work on any machine,
+so the numbers do not depend on the load) with the memory multipliers' first
+stage alone (the subgradient steps, as before the second stage existed) and
+with both stages (the default), each aimed at our cost as in the solver.
 
 ``ours`` is the cost in ``bench/iopddl_results.json`` (the solver-core table of
 BENCHMARKS.md), ``winner`` the contest winner's published cost; gaps are
@@ -60,7 +66,12 @@ def main() -> None:
     parser.add_argument("--only", default="")
     parser.add_argument("--no-memory", action="store_true",
                         help="drop the memory rule instead of relaxing it with multipliers")
+    parser.add_argument("--stages", type=int, default=0,
+                        help="N sweeps with the first multiplier stage alone and with both")
     args = parser.parse_args()
+    if args.stages:
+        compare_stages(args.stages, {x for x in args.only.split(",") if x})
+        return
     limits = [float(x) for x in args.limits.split(",")]
     wanted = {x for x in args.only.split(",") if x}
     costs = known_costs()
@@ -95,6 +106,36 @@ def main() -> None:
                     f"{seconds:.1f}"]
         row += [str(ours), str(winner), gap(best, trivial)] + [gap(best, b) for b in bounds]
         print("| " + " | ".join(row) + " |", flush=True)
+
+
+def compare_stages(sweeps: int, wanted: set[str]) -> None:
+    """Per instance: the bound after ``sweeps`` sweeps, first stage alone and both."""
+    import solver.dual_bound as dual
+
+    costs = known_costs()
+    print(f"| instance | first stage, {sweeps} sweeps | both stages | s (first, both) "
+          "| ours | gap first | gap both |")
+    print("|---|---|---|---|---|---|---|")
+    for path in sorted(DATA.glob("asplos-2025-iopddl-*.json.gz")):
+        name = path.name.removeprefix("asplos-2025-iopddl-").removesuffix(".json.gz")
+        if wanted and name not in wanted:
+            continue
+        reduction = reduce_problem(read_instance(path))
+        core, offset = reduction.problem, reduction.offset
+        ours = costs.get(name, (None, None))[0]
+        target = None if ours is None else ours - offset
+        values, seconds = [], []
+        for share in (1.0, dual._SUBGRADIENT_SHARE):
+            saved, dual._SUBGRADIENT_SHARE = dual._SUBGRADIENT_SHARE, share
+            began = time.perf_counter()
+            try:
+                values.append(dual_bound_detail(core, 3600, sweeps=sweeps, target=target).value
+                              + offset)
+            finally:
+                dual._SUBGRADIENT_SHARE = saved
+            seconds.append(time.perf_counter() - began)
+        print(f"| {name} | {values[0]} | {values[1]} | {seconds[0]:.1f}, {seconds[1]:.1f} "
+              f"| {ours} | {gap(ours, values[0])} | {gap(ours, values[1])} |", flush=True)
 
 
 if __name__ == "__main__":

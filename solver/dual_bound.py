@@ -174,7 +174,7 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
     scaled = layout.scaled(factor)
     base = scaled.unary.copy()
     goal = None if target is None else float(target) * factor
-    first = None if sweeps is None else (sweeps + 1) // 2
+    first = None if sweeps is None else math.ceil(_SUBGRADIENT_SHARE * sweeps)
     middle = time.perf_counter() + _SUBGRADIENT_SHARE * max(0.0, deadline - time.perf_counter())
     q, messages, done, stopped = _subgradient(scaled, base, rows, first, middle, goal, factor)
     best = _certified(scaled, base, rows, q, messages, factor)
