@@ -66,17 +66,20 @@ ANNEAL_MOVES_PER_NODE = 1500
 ANNEAL_MOVES = 400_000
 ANNEAL_ROUNDS = 3
 ANNEAL_SHARE = 0.6
-#: A memory-limited core that is not annealed, whose tables hold at most this many
-#: entries, first gets toulbar2's answers with bisected memory penalties
-#: (:mod:`solver.penalties`): PENALTY_WORK // entries rounds (between PENALTY_MIN_ROUNDS
-#: and PENALTY_MAX_ROUNDS) of PENALTY_SEARCH // entries backtracks each (between
-#: PENALTY_MIN_BACKTRACKS and PENALTY_MAX_BACKTRACKS), within PENALTY_SHARE of the time
-#: left (a safety net for a loaded machine). Larger tables (contest cores A, L, N, U) took
-#: toulbar2 tens of seconds a round (BENCHMARKS.md, Solver core).
-PENALTY_ENTRIES = 2_000_000
-PENALTY_WORK = 12_000_000
-PENALTY_MIN_ROUNDS, PENALTY_MAX_ROUNDS = 4, 12
-PENALTY_SEARCH = 1_500_000_000
+#: A memory-limited core that is not annealed, whose tables hold at most PENALTY_ENTRIES
+#: entries (at most PENALTY_NODE_ENTRIES per node, no node above PENALTY_LABELS labels),
+#: first gets toulbar2's answers with bisected memory penalties (:mod:`solver.penalties`):
+#: PENALTY_WORK // entries rounds (between PENALTY_MIN_ROUNDS and PENALTY_MAX_ROUNDS) of
+#: PENALTY_SEARCH // entries backtracks each (between PENALTY_MIN_BACKTRACKS and
+#: PENALTY_MAX_BACKTRACKS), within PENALTY_SHARE of the time left (a safety net for a
+#: loaded machine). Denser cores (contest A, L, S: wide tables) took toulbar2 ten seconds
+#: and more a round (BENCHMARKS.md, Solver core).
+PENALTY_ENTRIES = 4_000_000
+PENALTY_NODE_ENTRIES = 2_000
+PENALTY_LABELS = 512
+PENALTY_WORK = 24_000_000
+PENALTY_MIN_ROUNDS, PENALTY_MAX_ROUNDS = 6, 12
+PENALTY_SEARCH = 300_000_000
 PENALTY_MIN_BACKTRACKS, PENALTY_MAX_BACKTRACKS = 100, 2_000
 PENALTY_SHARE = 0.7
 
@@ -317,8 +320,11 @@ def _table_entries(core: Problem) -> int:
 
 
 def _penalised(core: Problem) -> bool:
-    return (core.memory_limit is not None and bool(core.memory) and not core.ties
-            and not _anneals(core) and _table_entries(core) <= PENALTY_ENTRIES)
+    if core.memory_limit is None or not core.memory or core.ties or _anneals(core):
+        return False
+    entries = _table_entries(core)
+    return (entries <= min(PENALTY_ENTRIES, PENALTY_NODE_ENTRIES * core.num_nodes)
+            and max(map(len, core.unary)) <= PENALTY_LABELS)
 
 
 def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps) -> Answer:
