@@ -121,6 +121,7 @@ def solve_wcsp(problem: Problem, extra: Sequence[np.ndarray] | None = None, *,
         return WcspAnswer((), 0, True, 0)
     with _LOCK:
         began = time.process_time()
+        cfn = None
         try:
             cfn = _build(problem, extra)
             cfn.Option.backtrackLimit = backtracks
@@ -128,6 +129,11 @@ def solve_wcsp(problem: Problem, extra: Sequence[np.ndarray] | None = None, *,
         except pytoulbar2.pytb2.Contradiction:
             # Posting the hard rules alone already emptied a domain: nothing is allowed.
             return WcspAnswer(None, None, True, 0)
+        finally:
+            if seconds > 0 and cfn is not None:
+                # toulbar2's timer outlives its search: left running, it would cut the
+                # next search in this process at once.
+                cfn.CFN.timerStop()
         done = cfn.GetNbBacktracks()
         # toulbar2 does not say whether its timer cut the search: one that ran its
         # CPU seconds out is taken as cut.
