@@ -42,8 +42,10 @@ __all__ = ["eliminate", "elimination_order", "MAX_ENTRIES", "MAX_WORK", "HUB_DEG
 
 #: The largest table (entries) elimination may make: 8 MB of costs.
 MAX_ENTRIES = 1 << 20
-#: The most entries of all the tables made together (about a second of numpy per 3e7).
-MAX_WORK = 300_000_000
+#: The most entries of all the tables made together (numpy does about 2e7 a second on a
+#: loaded core): the pieces of a 48-layer step's components take 1.5-5e6; eliminating a
+#: component whole can take 2e8 (8-10 s) where CP-SAT needs a second.
+MAX_WORK = 20_000_000
 #: A node with at least this many neighbours is a hub: eliminated after the pieces.
 HUB_DEGREE = 32
 #: Tables hold costs in ``[0, FORBIDDEN]``: this many add up without overflowing int64,

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from solver.bucket import eliminate
+from solver.bucket import MAX_WORK, eliminate
 from solver.conditioning import Split, components, find_split, solve_split
 from solver.laps import Laps
 from solver.options import SolveOptions
@@ -179,8 +179,8 @@ def _cheap(core: Problem, nodes: tuple[int, ...], edges: list[Edge], deadline: f
     late = _late(sub, nodes, known)
     if late is not None and (late.proven or time.perf_counter() >= deadline):
         return late
-    eliminated = eliminate(sub, max_work=int(ELIMINATION_PER_SECOND * max(
-        0.0, deadline - time.perf_counter())))
+    eliminated = eliminate(sub, max_work=min(MAX_WORK, int(ELIMINATION_PER_SECOND * max(
+        0.0, deadline - time.perf_counter()))))
     if eliminated is not None:
         # Exact: the optimum, or no labels meet the hard rules.
         labels, cost = eliminated
