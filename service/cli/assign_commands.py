@@ -6,7 +6,6 @@ text does not parse, an unknown target, hard rules no layout can meet).
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 from pathlib import Path
@@ -126,10 +125,6 @@ def assign_command(
         typer.echo(f"error: {err.message}", err=True)
         raise typer.Exit(code=2) from None
     text = read_source(path)
-    # The parsed module lives until the command ends and holds no cycles: keep the
-    # cyclic collector from rescanning it (on 10k-instruction modules its full
-    # collections cost seconds).
-    gc.freeze()
     options = AssignOptions(entry_layout=EntryLayout(entry_layout), time_limit_s=time_limit,
                             emit_bitcasts=emit_bitcasts, normalize=requested)
     shown = progress if progress is not None else sys.stderr.isatty()

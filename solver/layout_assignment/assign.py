@@ -115,8 +115,7 @@ class AssignResult:
     #: where the exact one is not proven).
     bound_status: str = ""
     local_search_moves: int = 0
-    #: Wall-clock milliseconds of the whole call (the timings overlap: a thread
-    #: prepares the exact problem during the per-use solve).
+    #: Wall-clock milliseconds of the whole call.
     wall_ms: float = 0.0
     #: What OPTIMAL covers: the candidate layouts considered (:func:`optimality_scope`).
     scope: dict = field(default_factory=dict)
