@@ -23,7 +23,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -103,6 +102,7 @@ def run_one(tree: Path, module: Path, target: str) -> dict:
 def main() -> None:
     sys.path.insert(0, str(REPO))
     from bench.programs.deep import cached_hlo
+    from bench.worktrees import checked_out
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--family", default="llama")
@@ -113,33 +113,21 @@ def main() -> None:
     args = ap.parse_args()
     module = cached_hlo(args.family, args.depth, CACHE)
     bases = [b for b in args.base.split(",") if b]
-    with tempfile.TemporaryDirectory() as tmp:
-        trees = []
-        for commit in bases:
-            tree = Path(tmp) / commit
-            subprocess.run(["git", "worktree", "add", "--detach", str(tree), commit],
-                           cwd=REPO, check=True, capture_output=True)
-            trees.append((commit, tree))
-        trees.append(("new", REPO))
-        try:
-            header = None
-            for _ in range(args.rounds):
-                for target in args.targets.split(","):
-                    for name, tree in trees:
-                        row = run_one(tree, module, target)
-                        if header is None:
-                            header = list(row["cpu"])
-                            print("target | tree | load | " + " | ".join(header) +
-                                  " | cpu total | wall total | fingerprint", flush=True)
-                        cells = " | ".join(f"{row['cpu'][k]:.2f}" for k in header)
-                        print(f"{target} | {name} | {row['load']} | {cells} | "
-                              f"{sum(row['cpu'].values()):.2f} | "
-                              f"{sum(row['wall'].values()):.2f} | {row['fingerprint']}",
-                              flush=True)
-        finally:
-            for commit in bases:
-                subprocess.run(["git", "worktree", "remove", "--force", str(Path(tmp) / commit)],
-                               cwd=REPO, check=False, capture_output=True)
+    with checked_out(bases) as trees:
+        header = None
+        for _ in range(args.rounds):
+            for target in args.targets.split(","):
+                for name, tree in trees:
+                    row = run_one(tree, module, target)
+                    if header is None:
+                        header = list(row["cpu"])
+                        print("target | tree | load | " + " | ".join(header) +
+                              " | cpu total | wall total | fingerprint", flush=True)
+                    cells = " | ".join(f"{row['cpu'][k]:.2f}" for k in header)
+                    print(f"{target} | {name} | {row['load']} | {cells} | "
+                          f"{sum(row['cpu'].values()):.2f} | "
+                          f"{sum(row['wall'].values()):.2f} | {row['fingerprint']}",
+                          flush=True)
 
 
 if __name__ == "__main__":

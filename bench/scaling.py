@@ -23,7 +23,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,6 +74,7 @@ def _phases(timings: dict) -> str:
 def main() -> None:
     sys.path.insert(0, str(REPO))
     from bench.programs.deep import cached_hlo
+    from bench.worktrees import checked_out
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--family", default="llama")
@@ -87,31 +87,19 @@ def main() -> None:
     modules = {int(d): cached_hlo(args.family, int(d), CACHE) for d in args.depths.split(",")}
     rows = []
     bases = [b for b in args.base.split(",") if b]
-    with tempfile.TemporaryDirectory() as tmp:
-        trees = []
-        for commit in bases:
-            tree = Path(tmp) / commit
-            subprocess.run(["git", "worktree", "add", "--detach", str(tree), commit],
-                           cwd=REPO, check=True, capture_output=True)
-            trees.append((commit, tree))
-        trees.append(("new", REPO))
-        try:
-            print("depth | target | tree | instructions | parse_s | end_to_end_s | status | cost | "
-                  "lower_bound | peak_mb | load | phases (s)", flush=True)
-            for depth, path in modules.items():
-                for target in args.targets.split(","):
-                    for name, tree in trees:
-                        row = run_one(tree, path, target, args.time_limit)
-                        row.update(depth=depth, target=target, tree=name)
-                        rows.append(row)
-                        print(f"{depth} | {target} | {name} | {row['instructions']} | "
-                              f"{row['parse_s']} | {row['end_to_end_s']} | {row['status']} | "
-                              f"{row['cost']} | {row['lower_bound']} | {row['peak_mb']} | "
-                              f"{row['load']} | {_phases(row['timings_ms'])}", flush=True)
-        finally:
-            for commit in bases:
-                subprocess.run(["git", "worktree", "remove", "--force", str(Path(tmp) / commit)],
-                               cwd=REPO, check=False, capture_output=True)
+    with checked_out(bases) as trees:
+        print("depth | target | tree | instructions | parse_s | end_to_end_s | status | cost | "
+              "lower_bound | peak_mb | load | phases (s)", flush=True)
+        for depth, path in modules.items():
+            for target in args.targets.split(","):
+                for name, tree in trees:
+                    row = run_one(tree, path, target, args.time_limit)
+                    row.update(depth=depth, target=target, tree=name)
+                    rows.append(row)
+                    print(f"{depth} | {target} | {name} | {row['instructions']} | "
+                          f"{row['parse_s']} | {row['end_to_end_s']} | {row['status']} | "
+                          f"{row['cost']} | {row['lower_bound']} | {row['peak_mb']} | "
+                          f"{row['load']} | {_phases(row['timings_ms'])}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 
