@@ -77,6 +77,10 @@ def test_memory_multipliers() -> None:
     assert dual_bound(problem, 30.0, sweeps=200, memory=False) == 0
     assert dual_bound(problem, 30.0, sweeps=200) == 10
     assert dual_bound_detail(problem, 30.0, sweeps=200, target=10).stopped == "target"
+    # Without a sweep cap or a target, both stages stop once the bound no longer moves,
+    # not at the deadline (a small problem would otherwise hold the whole time limit).
+    detail = dual_bound_detail(problem, 600.0)
+    assert detail.stopped == "converged" and detail.value == 10
     # Fixed amounts count against the limit: a limit of 8 with 3 fixed is the same.
     problem = make_problem([[0, 10], [0, 10]], memory=[(0, 0, 2, [5, 0]), (1, 1, 3, [5, 0])],
                            fixed_memory=[(0, 4, 3)], memory_limit=8)
