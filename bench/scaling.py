@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -56,14 +54,9 @@ print(json.dumps({"instructions": sum(len(c.instructions) for c in module.comput
 
 
 def run_one(tree: Path, module: Path, target: str, limit: float) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.run([sys.executable, "-c", _RUN, str(module), target, str(limit)],
-                          cwd=tree, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"{tree}: {module.name} {target}: {proc.stderr.strip()[-2000:]}")
-    row = json.loads(proc.stdout.strip().splitlines()[-1])
-    row["load"] = round(os.getloadavg()[0], 2)
-    return row
+    from bench.worktrees import run_in
+
+    return run_in(tree, _RUN, str(module), target, str(limit))
 
 
 def _phases(timings: dict) -> str:
