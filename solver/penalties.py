@@ -9,7 +9,7 @@ penalised model and moves every weight by bisection between a weight known too
 low and one known high enough for that node:
 
 * a node with a use live where the answer broke the limit raises its lower end
-  to its weight, and its weight doubles while no upper end is known (a known
+  to its weight, and its weight grows ``GROWTH``-fold while no upper end is known (a known
   upper end not above the weight is forgotten: it was learned with other
   weights around it), else goes half-way up;
 * a node that kept clear of the broken times lowers its upper end to its weight,
