@@ -38,7 +38,8 @@ import numpy as np
 from solver.conditioning import connected_pieces
 from solver.problem import FORBIDDEN, Problem
 
-__all__ = ["eliminate", "elimination_order", "MAX_ENTRIES", "MAX_WORK", "HUB_DEGREE"]
+__all__ = ["eliminate", "elimination_order", "hub_pieces", "Piece", "MAX_ENTRIES", "MAX_WORK",
+           "HUB_DEGREE"]
 
 #: The largest table (entries) elimination may make: 8 MB of costs.
 MAX_ENTRIES = 1 << 20
@@ -207,7 +208,7 @@ def eliminate(problem: Problem, max_entries: int = MAX_ENTRIES, max_work: int = 
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class _Piece:
+class Piece:
     """A piece's nodes, the hubs it touches (ascending), and its tables in local numbering:
     the piece's nodes ``0..len(nodes)-1`` in order, then its hubs."""
 
@@ -225,7 +226,7 @@ class _Piece:
         return b"".join(parts)
 
 
-def _pieces(problem: Problem, hubs: list[int]) -> list[_Piece]:
+def hub_pieces(problem: Problem, hubs: list[int]) -> list[Piece]:
     """The pieces left when ``hubs`` are taken out, each with its tables."""
     is_hub = np.zeros(problem.num_nodes, bool)
     is_hub[hubs] = True
@@ -248,7 +249,7 @@ def _pieces(problem: Problem, hubs: list[int]) -> list[_Piece]:
                 if local.get(w, -1) > i:
                     factors.append(((i, local[w]), costs))
         sizes = [len(problem.unary[n]) for n in nodes + touched]
-        pieces.append(_Piece(nodes, touched, factors, sizes))
+        pieces.append(Piece(nodes, touched, factors, sizes))
     return pieces
 
 
@@ -260,9 +261,9 @@ def _by_pieces(problem: Problem, hubs: list[int], max_entries: int, max_work: in
     master: list[Factor] = [((h,), np.asarray(problem.unary[h], np.int64)) for h in hubs]
     master += [f for f in _factors(problem)[problem.num_nodes:] if set(f[0]) <= hub_set]
     solved: dict[bytes, _Run] = {}
-    placed: list[tuple[_Piece, _Run]] = []
+    placed: list[tuple[Piece, _Run]] = []
     work = constant = 0
-    for piece in _pieces(problem, hubs):
+    for piece in hub_pieces(problem, hubs):
         key = piece.key()
         if key not in solved:
             found = _order(piece.sizes, [s for s, _ in piece.factors], range(len(piece.nodes)),

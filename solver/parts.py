@@ -40,6 +40,7 @@ import numpy as np
 
 from solver.bucket import MAX_WORK, eliminate
 from solver.conditioning import Split, components, find_split, solve_split
+from solver.folding import Folded, fold
 from solver.laps import Laps
 from solver.options import SolveOptions
 from solver.heuristics import heuristic
@@ -149,13 +150,27 @@ def _subproblem(core: Problem, nodes: tuple[int, ...], edges: list[Edge]) -> Pro
 
 @dataclasses.dataclass(slots=True)
 class _Open:
-    """A component the cheap steps did not settle: its problem, and its start (the given
-    one, else the heuristic's; ``None`` when it breaks a hard rule)."""
+    """A component the cheap steps did not settle: its problem (folded, when identical
+    pieces fold: ``folded``), and its start (the given one, else the heuristic's; ``None``
+    when it breaks a hard rule)."""
 
     nodes: tuple[int, ...]
     sub: Problem
     late: _Found | None
     hinted: bool
+    folded: Folded | None
+
+    def answer(self, labels: Sequence[int]) -> dict[int, int]:
+        """The component's labels from an answer of ``sub``."""
+        if self.folded is not None:
+            labels = self.folded.unfold(labels)
+        return dict(zip(self.nodes, (int(x) for x in labels)))
+
+    def start(self) -> tuple[int, ...]:
+        """The start as an answer of ``sub``."""
+        assert self.late is not None
+        labels = [self.late.labels[n] for n in self.nodes]
+        return tuple(labels) if self.folded is None else self.folded.folded_labels(labels)
 
 
 def _cheap(core: Problem, nodes: tuple[int, ...], edges: list[Edge], deadline: float,
@@ -179,14 +194,18 @@ def _cheap(core: Problem, nodes: tuple[int, ...], edges: list[Edge], deadline: f
     late = _late(sub, nodes, known)
     if late is not None and (late.proven or time.perf_counter() >= deadline):
         return late
-    eliminated = eliminate(sub, max_work=min(MAX_WORK, int(ELIMINATION_PER_SECOND * max(
+    # Identical pieces on the same hubs folded into one (the same optimum, far fewer
+    # nodes: a deep model's layers), for elimination and the search alike.
+    folded = fold(sub)
+    part = _Open(nodes, sub if folded is None else folded.problem, late,
+                 known is not None and late is not None, folded)
+    eliminated = eliminate(part.sub, max_work=min(MAX_WORK, int(ELIMINATION_PER_SECOND * max(
         0.0, deadline - time.perf_counter()))))
     if eliminated is not None:
         # Exact: the optimum, or no labels meet the hard rules.
         labels, cost = eliminated
-        return (_Found(dict(zip(nodes, labels)), cost, cost, True) if cost < FORBIDDEN
-                else None)
-    return _Open(nodes, sub, late, known is not None and late is not None)
+        return _Found(part.answer(labels), cost, cost, True) if cost < FORBIDDEN else None
+    return part
 
 
 def _searched(part: _Open, options: SolveOptions, deadline: float, share: float
@@ -194,35 +213,34 @@ def _searched(part: _Open, options: SolveOptions, deadline: float, share: float
     """A component the cheap steps left, searched: from its start by CP-SAT with
     ``share`` of the time left; without one, over a narrow separator, by CP-SAT's first
     try, over a wide separator, then CP-SAT with ``share``."""
-    nodes, sub = part.nodes, part.sub
+    sub = part.sub
     if part.late is not None and time.perf_counter() >= deadline:
         return part.late
     if part.hinted:
         left = max(0.05, (deadline - time.perf_counter()) * share)
-        hint = [part.late.labels[n] for n in nodes]
-        return _found(nodes, solve(sub, dataclasses.replace(options, time_limit=left),
-                                   hint=hint))
-    split = find_split(sub, tuple(range(len(nodes))))
+        return _found(part, solve(sub, dataclasses.replace(options, time_limit=left),
+                                  hint=part.start()))
+    split = find_split(sub, tuple(range(sub.num_nodes)))
     narrow = split is not None and max(
         math.prod(len(sub.unary[split.separator[i]]) for i in b) for b in split.boundaries
     ) <= NARROW_BOUNDARY
     if narrow:
-        found = _conditioned(sub, nodes, split, options, deadline)
+        found = _conditioned(part, split, options, deadline)
         if found is not None:
             return found
     first = solve(sub, dataclasses.replace(options, time_limit=max(
         0.05, deadline - time.perf_counter()), deterministic_time=FIRST_TRY,
         heuristic_time=min(options.heuristic_time, 0.1)))
     if first.status in (Status.OPTIMAL, Status.INFEASIBLE):
-        return _found(nodes, first)
+        return _found(part, first)
     if split is not None and not narrow:
-        found = _conditioned(sub, nodes, split, options, deadline)
+        found = _conditioned(part, split, options, deadline)
         if found is not None:
             return found
     if share == 0.0 and first.labels is not None:
-        return _found(nodes, first)
+        return _found(part, first)
     left = max(0.05, (deadline - time.perf_counter()) * share)
-    return _found(nodes, solve(sub, dataclasses.replace(options, time_limit=left)))
+    return _found(part, solve(sub, dataclasses.replace(options, time_limit=left)))
 
 
 def _late(sub: Problem, nodes: tuple[int, ...], known: list[int] | None = None
@@ -237,8 +255,8 @@ def _late(sub: Problem, nodes: tuple[int, ...], known: list[int] | None = None
                   cost <= trivial_bound(sub))
 
 
-def _conditioned(sub: Problem, nodes: tuple[int, ...], split: Split, options: SolveOptions,
-                 deadline: float) -> _Found | None:
+def _conditioned(part: _Open, split: Split, options: SolveOptions, deadline: float
+                 ) -> _Found | None:
     """The component solved over its separator's states; ``None`` when a piece was not
     proven optimal before ``deadline``."""
     piece_options = dataclasses.replace(options, time_limit=PIECE_SECONDS, num_workers=1,
@@ -250,24 +268,25 @@ def _conditioned(sub: Problem, nodes: tuple[int, ...], split: Split, options: So
         return _piece(problem, dataclasses.replace(piece_options, time_limit=min(
             PIECE_SECONDS, max(0.05, deadline - time.perf_counter()))))
 
-    solved = solve_split(sub, split, piece)
+    solved = solve_split(part.sub, split, piece)
     if solved is None:
         return None
     answer, value = solved
-    return _Found({nodes[i]: a for i, a in answer.items()}, value, value, True)
+    return _Found(part.answer([answer[i] for i in range(part.sub.num_nodes)]), value, value,
+                  True)
 
 
 class _Unanswered(Exception):
     """A component's solve found no answer in time."""
 
 
-def _found(nodes: tuple[int, ...], solution: Solution) -> _Found | None:
+def _found(part: _Open, solution: Solution) -> _Found | None:
     if solution.labels is None or solution.objective is None:
         if solution.status == Status.INFEASIBLE:
             return None
         raise _Unanswered(solution.message)
     bound = solution.lower_bound if solution.lower_bound is not None else 0
-    return _Found(dict(zip(nodes, solution.labels)), solution.objective, bound,
+    return _Found(part.answer(solution.labels), solution.objective, bound,
                   solution.status == Status.OPTIMAL)
 
 
