@@ -465,8 +465,8 @@ def _eliminate(graph: WorkGraph, relevant: set[int], fixed: list[FixedUse]) -> N
         elif degree == 1:
             (u,) = graph.adj[node]
             total = clamp_add(graph.table(u, node), unary[None, :])
-            best = np.argmin(total, axis=1)
-            graph.unary[u] = clamp_add(graph.unary[u], total[np.arange(len(best)), best])
+            best = total.argmin(axis=1)
+            graph.unary[u] = clamp_add(graph.unary[u], total.min(axis=1))
             graph.steps.append(Leaf(node, u, best))
             graph.remove_node(node)
             queue.append(u)
@@ -478,8 +478,8 @@ def _eliminate(graph: WorkGraph, relevant: set[int], fixed: list[FixedUse]) -> N
                 clamp_add(graph.table(u, node), unary[None, :])[:, :, None],
                 graph.table(node, w)[None, :, :],
             )
-            best = np.argmin(total, axis=1)
-            through = np.take_along_axis(total, best[:, None, :], axis=1)[:, 0, :]
+            best = total.argmin(axis=1)
+            through = total.min(axis=1)
             graph.steps.append(Series(node, u, w, best))
             graph.remove_node(node)
             graph.add_table(u, w, through)

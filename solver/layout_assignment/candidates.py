@@ -18,6 +18,7 @@ to ``{1,0}`` gets candidates ``{1,0}`` (default) and ``{0,1}`` (the bitcast).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -34,6 +35,7 @@ __all__ = ["EVERY_ORDER_CAP", "candidate_sets"]
 EVERY_ORDER_CAP = 24
 
 
+@functools.cache
 def _default(rank: int) -> Candidate:
     return Candidate(default_layout(rank).minor_to_major)
 
@@ -154,33 +156,58 @@ def candidate_sets(graph: LayoutGraph, cm: CostModel, *, cap: int = 6,
                                           pref.combiner):
             if c not in sets[pref.node] and _fits(c, shape):
                 sets[pref.node].insert(1, c) if len(sets[pref.node]) else sets[pref.node].append(c)
-    reshapes = _Reshapes()
-    relations = [r for r in graph.relations if r.u != r.v]
-    # Sets only grow, so a set's length is its version: a relation proposes again for
-    # a side only when the other side gained candidates since it last did.
-    seen: dict[tuple[int, str], int] = {}
-    for _ in range(rounds):
-        changed = False
-        for order in (list(enumerate(relations)), list(reversed(list(enumerate(relations))))):
-            for i, rel in order:
-                for side, mine, other in (("v", rel.v, rel.u), ("u", rel.u, rel.v)):
-                    if fixed[mine] or len(sets[mine]) >= cap:
-                        continue
-                    if seen.get((i, side)) == len(sets[other]):
-                        continue
-                    seen[(i, side)] = len(sets[other])
-                    shape = graph.nodes[mine].shape
-                    for c in _propose(rel, graph, side, sets[other], reshapes):
-                        if len(sets[mine]) >= cap:
-                            break
-                        if c not in sets[mine] and _fits(c, shape):
-                            sets[mine].append(c)
-                            changed = True
-        if not changed:
-            break
+    _propagate(graph, sets, fixed, cap, rounds)
     if cap >= EVERY_ORDER_CAP:
         _every_order(graph, sets, fixed, cap)
     return sets
+
+
+def _propagate(graph: LayoutGraph, sets: list[list[Candidate]], fixed: list[bool], cap: int,
+               rounds: int) -> None:
+    """Rounds of propagation through the relations (each direction, in relation order).
+
+    What a relation proposes for one side depends only on the relation's kind, view and
+    dims, the two sides' types and dims and the other side's candidates, so it is computed
+    once per distinct such key (the layers of a deep model repeat them) and kept with the
+    proposals that fit that side already filtered."""
+    reshapes = _Reshapes()
+    # A relation between two fixed sides never proposes anything.
+    relations = [r for r in graph.relations
+                 if r.u != r.v and not (fixed[r.u] and fixed[r.v])]
+    shapes = [(n.shape.element_type, n.shape.dims) for n in graph.nodes]
+    proposals: dict[tuple, list[Candidate]] = {}
+    # Sets only grow, so a set's length is its version: a relation proposes again for
+    # a side only when the other side gained candidates since it last did.
+    seen = {"u": [-1] * len(relations), "v": [-1] * len(relations)}
+    for _ in range(rounds):
+        changed = False
+        for order in (range(len(relations)), range(len(relations) - 1, -1, -1)):
+            for i in order:
+                rel = relations[i]
+                for side, mine, other in (("v", rel.v, rel.u), ("u", rel.u, rel.v)):
+                    mine_set = sets[mine]
+                    if fixed[mine] or len(mine_set) >= cap:
+                        continue
+                    others = sets[other]
+                    if seen[side][i] == len(others):
+                        continue
+                    seen[side][i] = len(others)
+                    key = (rel.kind, rel.view, rel.dims, side, shapes[rel.u], shapes[rel.v],
+                           tuple(others))
+                    found = proposals.get(key)
+                    if found is None:
+                        shape = graph.nodes[mine].shape
+                        found = proposals[key] = [
+                            c for c in _propose(rel, graph, side, others, reshapes)
+                            if _fits(c, shape)]
+                    for c in found:
+                        if len(mine_set) >= cap:
+                            break
+                        if c not in mine_set:
+                            mine_set.append(c)
+                            changed = True
+        if not changed:
+            break
 
 
 def _every_order(graph: LayoutGraph, sets: list[list[Candidate]], fixed: list[bool],
