@@ -6,10 +6,13 @@ add up):
 
 0. the heuristic's answer (or the given start's), when it meets the trivial bound (a
    component that can cost nothing, of which deep models have many);
-1. exact dynamic programming by bucket elimination (:mod:`solver.bucket`), when every
-   table it makes stays small: a deep model's layers hang on a few separator nodes, and
-   eliminating each layer leaves a small table over the separator nodes it touches;
-2. CP-SAT on the component within a small *deterministic* budget
+1. identical pieces on the same hubs folded into one (:mod:`solver.folding`: the same
+   optimum; a deep model's identical layers on the shared copies), then exact dynamic
+   programming by bucket elimination (:mod:`solver.bucket`), when the tables it makes
+   stay small (:data:`ELIMINATION_WORK` entries in all, fewer when little time is
+   left): a deep model's layers hang on a few separator nodes, and eliminating each
+   layer leaves a small table over the separator nodes it touches;
+2. CP-SAT on the (folded) component within a small *deterministic* budget
    (:data:`FIRST_TRY`, CP-SAT's own work units: the same answer on every machine);
    most components are proven here in milliseconds;
 3. else, when it has a small separator, exact dynamic programming over the
@@ -38,7 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from solver.bucket import MAX_WORK, eliminate
+from solver.bucket import eliminate
 from solver.conditioning import Split, components, find_split, solve_split
 from solver.folding import Folded, fold
 from solver.laps import Laps
@@ -62,6 +65,12 @@ NARROW_BOUNDARY = 64
 #: Table entries bucket elimination is given per second left (about half of what numpy
 #: does on one loaded core), so that it ends well within the time.
 ELIMINATION_PER_SECOND = 20_000_000
+#: The most table entries elimination may make on one component: 1-3 s. A GPT-2-style
+#: step's per-use components (48 layers, a chain of layers on 4 hubs) take 3.3e7,
+#: eliminated in 0.8 s under load; CP-SAT had not proven them after 6-12 s (its first
+#: try alone, 0.5 work units, took 5.5 s). The pieces of a Llama-style step's components
+#: take 1.5-5e6.
+ELIMINATION_WORK = 60_000_000
 #: A piece is solved with at most this many seconds (it has at most a few dozen nodes).
 PIECE_SECONDS = 5.0
 
@@ -199,13 +208,13 @@ def _cheap(core: Problem, nodes: tuple[int, ...], edges: list[Edge], deadline: f
     folded = fold(sub)
     part = _Open(nodes, sub if folded is None else folded.problem, late,
                  known is not None and late is not None, folded)
-    eliminated = eliminate(part.sub, max_work=min(MAX_WORK, int(ELIMINATION_PER_SECOND * max(
-        0.0, deadline - time.perf_counter()))))
-    if eliminated is not None:
-        # Exact: the optimum, or no labels meet the hard rules.
-        labels, cost = eliminated
-        return _Found(part.answer(labels), cost, cost, True) if cost < FORBIDDEN else None
-    return part
+    eliminated = eliminate(part.sub, max_work=min(ELIMINATION_WORK, int(
+        ELIMINATION_PER_SECOND * max(0.0, deadline - time.perf_counter()))))
+    if eliminated is None:
+        return part
+    # Exact: the optimum, or no labels meet the hard rules.
+    labels, cost = eliminated
+    return _Found(part.answer(labels), cost, cost, True) if cost < FORBIDDEN else None
 
 
 def _searched(part: _Open, options: SolveOptions, deadline: float, share: float

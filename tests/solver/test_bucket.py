@@ -168,3 +168,4 @@ def test_parts_with_a_start_prove_the_brute_force_optimum() -> None:
         assert heard == [(best[0], best[0])]
         checked += 1
     assert checked >= 6
+
