@@ -117,12 +117,14 @@ def stages_of(name: str) -> tuple[str, str, str]:
                  for stage in ("pre", "before_layout", "after_layout"))
 
 
-def measure_module(name: str, args, compare_target) -> dict:
+def build_variants(name: str, args):
+    """``(pre_text, ours, variants, assign_s)`` of a module, or a refusal reason (str): XLA's
+    layouts, ours, all-default, greedy and the random ones, in that order."""
     pre_text, before_text, after_text = stages_of(name)
     xla = parse_module(after_text, name)
     reason = refusal_reason(xla)
     if reason is not None:
-        return {"module": name, "skipped": reason}
+        return reason
     before = parse_module(before_text, name)
     options = AssignOptions(time_limit_s=args.time_limit)
     began = time.perf_counter()
@@ -130,7 +132,17 @@ def measure_module(name: str, args, compare_target) -> dict:
     assign_s = time.perf_counter() - began
     variants = {"xla": xla, "ours": ours.module,
                 **layout_variants(before, args.target, options, count=args.random, seed=args.seed)}
+    return pre_text, ours, variants, assign_s
+
+
+def measure_module(name: str, args, compare_target) -> dict:
+    built = build_variants(name, args)
+    if isinstance(built, str):
+        return {"module": name, "skipped": built}
+    pre_text, ours, variants, assign_s = built
+    xla = variants["xla"]
     labels = list(variants)
+    _save_variants(args.variants_dir, name, variants)
     load_before = os.getloadavg()[0]
     run = run_modules([*variants.items(), ("semantics", parse_module(pre_text, name))],
                       reps=args.reps, warmup=1, seed=args.seed, plain={"semantics"})
@@ -178,6 +190,71 @@ def measure_module(name: str, args, compare_target) -> dict:
                                          [rows[lab]["median_ms"] for lab in ran])
     out.update(noise_aware(out))
     return out
+
+
+def rescore(results: list[dict], args, new_target) -> list[dict]:
+    """The measured variants of an ``--out`` file priced by another target, measurements
+    untouched. Each module's variants are read from ``--variants-dir`` where the run wrote
+    them, else rebuilt as the run built them (``--target``, ``--random``, ``--seed``,
+    ``--time-limit`` as in that run). ``rebuilt`` says whether every variant's price under
+    ``--target`` is the one the file recorded (the same modules, priced by the same model:
+    False after a model change, where only the saved texts are the measured modules). Then
+    priced by ``new_target``; predicted ratios and every tau are recomputed."""
+    out = []
+    for r in results:
+        if "variants" not in r:
+            out.append(r)
+            continue
+        rows = {label: dict(row) for label, row in r["variants"].items()}
+        variants = _saved_variants(args.variants_dir, r["module"], list(rows))
+        if variants is None:
+            built = build_variants(r["module"], args)
+            if isinstance(built, str) or list(built[2]) != list(rows):
+                out.append({**r, "rebuilt": False})
+                continue
+            variants = built[2]
+        rebuilt = all(model_cost(variants[lab], args.target) == rows[lab]["predicted_ns"]
+                      for lab in rows)
+        for lab in rows:
+            rows[lab]["predicted_ns_run"] = rows[lab]["predicted_ns"]
+            rows[lab]["predicted_ns"] = model_cost(variants[lab], new_target)
+        out.append(_scored({**r, "variants": rows, "rebuilt": rebuilt}))
+    return out
+
+
+def _saved_variants(folder: Path | None, name: str, labels: list[str]) -> dict | None:
+    """The variants of ``name`` as a run wrote them (``--variants-dir``), or None."""
+    if folder is None or not all((folder / name / f"{lab}.hlo").exists() for lab in labels):
+        return None
+    return {lab: parse_module((folder / name / f"{lab}.hlo").read_text(), name)
+            for lab in labels}
+
+
+def _save_variants(folder: Path | None, name: str, variants: dict) -> None:
+    if folder is None:
+        return
+    from hlo.printer import print_module
+
+    (folder / name).mkdir(parents=True, exist_ok=True)
+    for label, module in variants.items():
+        (folder / name / f"{label}.hlo").write_text(print_module(module))
+
+
+def _scored(r: dict) -> dict:
+    """``r`` with its predicted ratios and taus recomputed from its rows' prices and times."""
+    rows = r["variants"]
+    ran = [lab for lab in rows
+           if rows[lab]["median_ms"] is not None and rows[lab]["predicted_ns"] is not None]
+    xla = rows["xla"]
+    for lab in ran:
+        if xla["median_ms"] and xla["predicted_ns"] is not None:
+            rows[lab]["predicted_ratio"] = 1 + (rows[lab]["predicted_ns"] - xla["predicted_ns"]) / (
+                xla["median_ms"] * 1e6)
+    r = {**r, "tau": kendall_tau([rows[lab]["predicted_ns"] for lab in ran],
+                                 [rows[lab]["median_ms"] for lab in ran]) if len(ran) > 2 else None,
+         "tau_min": kendall_tau([rows[lab]["predicted_ns"] for lab in ran],
+                                [rows[lab]["min_ms"] for lab in ran]) if len(ran) > 2 else None}
+    return {**r, **noise_aware(r)}
 
 
 def noise_aware(result: dict) -> dict:
@@ -376,9 +453,33 @@ def main() -> None:
                              "apart (0: none)")
     parser.add_argument("--table", type=Path, default=None,
                         help="print the markdown table of an --out file and stop")
+    parser.add_argument("--rescore", type=Path, default=None,
+                        help="price the measured variants of an --out file (built with --target, "
+                             "--random, --seed, --time-limit as that run) by --compare-target, "
+                             "measure nothing, print the summary (and write --out)")
+    parser.add_argument("--variants-dir", type=Path, default=None,
+                        help="where a run writes each variant's text (DIR/MODULE/LABEL.hlo) and "
+                             "--rescore reads them (so a model change is scored on the very "
+                             "modules that were measured; without it --rescore rebuilds them)")
     args = parser.parse_args()
     if args.table:
         print(table(json.loads(args.table.read_text())["results"]))
+        return
+    if args.rescore:
+        from hlo.target import load_target, read_target_file
+
+        new = load_target(read_target_file(Path(args.compare_target)))
+        results = json.loads(args.rescore.read_text())["results"]
+        if args.modules:
+            results = [r for r in results if r["module"] in args.modules.split(",")]
+        results = rescore(results, args, new)
+        for r in results:
+            print(f"{r['module']}: rebuilt {r.get('rebuilt')}, tau {_cell(r.get('tau'), 2)}, "
+                  f"noise-aware {_cell(r.get('tau_noise'), 2)}", flush=True)
+        summary = summarize(results)
+        print(json.dumps(summary, indent=1))
+        if args.out:
+            args.out.write_text(json.dumps({"summary": summary, "results": results}, indent=1))
         return
     from bench.programs.fidelity import PROGRAMS
 

@@ -126,9 +126,10 @@ class TransposeCost(_Frozen):
     standalone transpose as a slow elementwise one; 1 where the two are the same).
     ``reshape_standalone``: the same for a ``reshape`` that is not a bitcast (XLA:CPU runs it
     as its own elementwise loop), against the copy moving the same bytes.
-    ``standalone_min_stride``: ``standalone`` applies only when the transpose's innermost
-    loop (over its result's physically minor dim) reads its operand this many bytes apart or
-    more; closer reads cost what the copy costs (0: always ``standalone``).
+    ``standalone_min_stride``: ``standalone`` (``reshape_standalone``) applies only when the
+    transpose's (reshape's) innermost loop (over its result's physically minor dim) reads its
+    operand this many bytes apart or more; closer reads cost what the copy costs (0: always
+    ``standalone``).
     """
 
     minor_moving: float = Field(gt=0)
@@ -148,11 +149,16 @@ class CopyCost(_Frozen):
     ``inline_relayout``: an elementwise op that reads an operand in a layout other than its
     result's, with no copy in between (a module as written; the rewrite always inserts the
     copy), pays this many times the copy that would have given the operand its layout.
+    ``row_ns``: a relayout that moves data (a copy, a data-moving transpose or reshape) pays
+    this many ns more per run of its result's physically minor dim (XLA:CPU's loop over the
+    result pays per iteration of the loop around its innermost one: a copy to a 3-element
+    minor dim ran 2-4x the copy to a 64-element one moving the same bytes).
     """
 
     factor: float = Field(gt=0)
     fixed_ns: float = Field(0.0, ge=0)
     inline_relayout: float = Field(1.0, gt=0)
+    row_ns: float = Field(0.0, ge=0)
     padding_counts: bool = True
     note: str = ""
 

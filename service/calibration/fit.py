@@ -29,6 +29,9 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   (the samples pair up in order, one of each per group) over one pass of the operand as
   the model prices it: the extra passes a row reduction pays when its physically minor dim
   is not the one whose loop XLA:CPU vectorizes (0 without the groups);
+- ``copy_row_ns``: the median over ``C`` of ``(t(copy_rows_C) - t(copy_wide_C))`` over the
+  runs of ``C`` elements the first writes (``bytes / (4 C)``; the second writes 64 times
+  fewer): what a copy pays per run of its result's minor dim (0 without the groups);
 - ``conv_naive_ns_per_flop``: the median of ``(t(conv_naive) - t(conv_default)) / flops``: a
   convolution with any array in another layout runs as a naive loop (XLA:CPU gives Eigen
   row-major convolutions only).
@@ -75,6 +78,7 @@ class Coefficients:
     reduce_min_extent: int = 0
     conv_naive_ns_per_flop: float = 0.0
     reduce_order_factor: float = 0.0
+    copy_row_ns: float = 0.0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -84,7 +88,7 @@ class Coefficients:
                             self.reduce_slow, self.samples, round(self.reshape_standalone, 2),
                             round(self.inline_relayout, 2), self.reduce_min_extent,
                             round(self.conv_naive_ns_per_flop, 4),
-                            round(self.reduce_order_factor, 2))
+                            round(self.reduce_order_factor, 2), round(self.copy_row_ns, 2))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +140,18 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         reduce_min_extent=min_extent,
         conv_naive_ns_per_flop=_naive_convolution(samples),
         reduce_order_factor=_reduction_order(samples, bandwidth, cache_bandwidth),
+        copy_row_ns=_copy_rows(samples),
     )
+
+
+def _copy_rows(samples: Sequence[Sample]) -> float:
+    """ns a copy pays per run of its result's minor dim (see the module docstring; f32)."""
+    times = {s.kind: s for s in samples if s.kind.startswith(("copy_rows_", "copy_wide_"))}
+    extra = [(times[f"copy_rows_{c}"].ns - times[f"copy_wide_{c}"].ns)
+             / (times[f"copy_rows_{c}"].bytes / (4 * c))
+             for c in sorted(int(k.rsplit("_", 1)[1]) for k in times if k.startswith("copy_rows_"))
+             if f"copy_wide_{c}" in times]
+    return max(0.0, float(np.median(extra))) if extra else 0.0
 
 
 def _reduction_order(samples: Sequence[Sample], bandwidth: float,

@@ -25,6 +25,9 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
   (the reduced dim minor), for ``R`` from 16 to 4096: where a column reduction turns slow;
 - ``row_ordered`` / ``row_misordered``: a 3-D row reduction with the dim whose loop XLA:CPU
   vectorizes minor, or another reduced dim (:data:`ORDER_CASES`);
+- ``copy_rows_C`` / ``copy_wide_C``: ``f32[8,64,64,C]{2,3,1,0}`` copied with ``C`` (2-6
+  elements) or a 64-element dim as the result's minor dim: the same bytes, in runs of ``C``
+  or of 64 elements (XLA:CPU's copy loop pays per run of its innermost loop);
 - ``dot_nn`` / ``dot_tn`` / ``dot_nt``: a square dot with row-major operands, or the lhs/rhs
   column-major;
 - ``slice``, ``concatenate``, ``pad``, ``broadcast``, ``bitcast_reshape``: recorded, not fitted.
@@ -216,6 +219,31 @@ def reduction_order_group(dims: tuple[int, ...], reduced: tuple[int, ...], order
     return Group(f"f32[{text}] reduce over {reduced} order", tuple(benches))
 
 
+#: Extents of the result's minor dim in the copy-rows groups.
+ROW_EXTENTS = (2, 3, 4, 6)
+
+
+def copy_rows_group(extent: int, outer: int = 8 * 64 * 64) -> Group:
+    """``f32[8,64,64,extent]`` laid out ``{2,3,1,0}`` copied so that ``extent`` is the result's
+    minor dim (``copy_rows_<extent>``: ``outer`` runs of ``extent`` elements) and so that a
+    64-element dim is (``copy_wide_<extent>``: the same bytes moved, 64 times fewer runs),
+    with a base module of the same parameter."""
+    shape = f"[8,64,64,{extent}]"
+    p = f"f32{shape}{{2,3,1,0}}"
+    nbytes = outer * extent * 4
+    one = "f32[1,1,1,1]{3,2,1,0}"
+    benches = [Bench("base", f"base_rows{extent}", _module(
+        f"base_rows{extent}", [p], [f"%p = {p} parameter(0)",
+                                    f"ROOT %s = {one} slice(%p), "
+                                    "slice={[0:1], [0:1], [0:1], [0:1]}"], one), nbytes, "f32")]
+    for kind, layout in (("copy_wide", "{1,2,3,0}"), ("copy_rows", "{3,2,1,0}")):
+        label = f"{kind}_{extent}_f32"
+        body = [f"%p = {p} parameter(0)", f"ROOT %c = f32{shape}{layout} copy(%p)"]
+        benches.append(Bench(f"{kind}_{extent}", label,
+                             _module(label, [p], body, f"f32{shape}{layout}"), nbytes, "f32"))
+    return Group(f"f32{shape} copy rows", tuple(benches))
+
+
 def convolution_group(batch: int = 8, size: int = 32, features: int = 16) -> Group:
     """A 3x3 same-padded NHWC convolution, all row-major, then with one array in another
     layout (XLA:CPU hands only row-major convolutions to Eigen)."""
@@ -247,5 +275,6 @@ def groups(quick: bool = False) -> list[Group]:
     out += [binary_group("f32", n) for n in (256, 512)[: 1 if quick else 2]]
     out += [reduction_group(r) for r in (STRIDED_EXTENTS[1::2] if quick else STRIDED_EXTENTS)]
     out += [reduction_order_group(*case) for case in (ORDER_CASES[1:2] if quick else ORDER_CASES)]
+    out += [copy_rows_group(c) for c in (ROW_EXTENTS[1:2] if quick else ROW_EXTENTS)]
     out.append(convolution_group())
     return out

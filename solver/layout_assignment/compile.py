@@ -210,7 +210,11 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
     ns = target.pass_ns(nbytes) * target.copies.factor * target.transpose.minor_moving
     why = f"{rel.kind} is not a bitcast: {nbytes} bytes"
     slower = target.transpose.reshape_standalone
-    if rel.kind == "reshape" and slower != 1.0:
+    stride = _reshape_read_stride(src, dst) if rel.kind == "reshape" else 0
+    if rel.kind == "reshape" and slower != 1.0 and stride < target.transpose.standalone_min_stride:
+        why += (f": its innermost loop reads {stride} bytes apart, close enough to cost what "
+                "the copy costs")
+    elif rel.kind == "reshape" and slower != 1.0:
         ns *= slower
         why += (f", x{slower:g}: a reshape that moves data runs as its own elementwise loop, "
                 "slower than a copy moving the same bytes")
@@ -524,6 +528,26 @@ def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
             where = rel.instruction or "ROOT"
             terms.append(Term(kind, rel.computation, where, nbytes, ns, reason))
     return sum(t.ns for t in terms), terms, broken
+
+
+def _reshape_read_stride(src: ArrayShape, dst: ArrayShape) -> int:
+    """Bytes between the operand elements a data-moving reshape's innermost loop reads one
+    after the other (as :func:`_read_stride` for a transpose): one step along the result's
+    physically minor dim is a step of the product of the dims after it in the row-major
+    element order both shapes share; the distance in the operand's layout between the
+    first element and the one that step away (size-1 dims aside)."""
+    out = [d for d in dst.effective_layout().minor_to_major if dst.dims[d] != 1]
+    if not out:
+        return 0
+    step = int(np.prod(dst.dims[out[0] + 1:], dtype=np.int64))
+    index = np.unravel_index(step, src.dims) if step < src.element_count else None
+    if index is None:
+        return 0
+    offset, stride = 0, max(1, element_bits(src.element_type) // 8)
+    for d in src.effective_layout().minor_to_major:
+        offset += int(index[d]) * stride
+        stride *= src.dims[d]
+    return offset
 
 
 def _read_stride(src: ArrayShape, dst: ArrayShape, dims: tuple[int, ...]) -> int:

@@ -182,4 +182,16 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
                 why = (f"{unit.name} needs {unit.alignment_bytes}-byte aligned rows; "
                        "falls back to a scalar copy")
     ns = target.pass_ns(nbytes) * target.copies.factor * factor + target.copies.fixed_ns
+    rows = _rows(dst) if factor != 1.0 and target.copies.row_ns else 0
+    if rows:
+        ns += rows * target.copies.row_ns
+        why += (f"; {rows} runs of its result's minor dim ({dst.dims[b[0]]} elements), "
+                f"{target.copies.row_ns:g} ns each")
     return math.ceil(ns), f"{nbytes} bytes, x{factor:g}: {why}"
+
+
+def _rows(dst: ArrayShape) -> int:
+    """How many runs of its physically minor (non-trivial) dim a relayout writes: the
+    iterations of the loop around its innermost one."""
+    minor = _nontrivial(dst)
+    return dst.element_count // dst.dims[minor[0]] if minor else 0

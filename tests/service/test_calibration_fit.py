@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from service.calibration.fit import FitError, Sample, fit
+from service.calibration.fit import FitError, Sample, _copy_rows, fit
 
 TRUE = {"bandwidth": 12.5, "fixed": 800.0, "minor": 3.5, "major": 1.25, "standalone": 4.0,
         "read": 0.45, "row": 0.09, "reshape": 6.0, "inline": 2.5}
@@ -155,3 +155,16 @@ def test_the_reduction_order_factor_is_the_extra_passes_of_the_misordered_row_re
     rule = next(r for r in load_target(read_target_file(path)).op_rules
                 if r.kind == "reduction_minor")
     assert rule.params["order_factor"] == 8.0
+
+
+def test_the_copy_row_cost_is_the_extra_time_per_run_of_the_minor_dim():
+    # Runs of C elements of f32: bytes / (4 C) runs; each costs 1.5 ns more (exact), and
+    # a group with a 9 ns outlier does not move the median of four.
+    samples = []
+    for c, extra in ((2, 1.5), (3, 1.5), (4, 9.0), (6, 1.5)):
+        nbytes = 32768 * c * 4
+        samples += [Sample(f"copy_wide_{c}", nbytes, 1e4), Sample(f"copy_rows_{c}", nbytes,
+                                                                  1e4 + extra * 32768)]
+    assert _copy_rows(samples) == pytest.approx(1.5)
+    assert _copy_rows([]) == 0.0
+    assert fit(synthetic()).copy_row_ns == 0.0
