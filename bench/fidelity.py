@@ -44,7 +44,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 SHARED = Path(os.environ.get("HLO_LAYOUT_SHARED", REPO.parent / "shared"))
 
-from bench.fidelity_stats import kendall_tau, kendall_tau_noise, noise_band, within  # noqa: E402
+from bench.fidelity_stats import (kendall_tau, kendall_tau_noise, noise_band,  # noqa: E402
+                                  resolved_agreement, sign_test_resolved, within)
 from hlo.equivalence import compare_normwise  # noqa: E402
 from hlo.parser import parse_module  # noqa: E402
 from service.layout_operations import model_cost  # noqa: E402
@@ -152,7 +153,8 @@ def measure_module(name: str, args, compare_target) -> dict:
     for k, label in enumerate(labels):
         e = run.executions[k]
         row = {"refusal": e.refusal, "median_ms": e.median_ms, "min_ms": e.min_ms,
-               "predicted_ns": model_cost(variants[label], args.target)}
+               "predicted_ns": model_cost(variants[label], args.target),
+               "times_ms": [round(t, 5) for t in _round_times(run, k)]}
         if compare_target is not None:
             row["predicted_ns_compare"] = model_cost(variants[label], compare_target)
         if e.ran and semantics.ran:
@@ -257,6 +259,24 @@ def _scored(r: dict) -> dict:
     return {**r, **noise_aware(r)}
 
 
+def _round_times(run, index: int) -> list[float]:
+    """Module ``index``'s time per round; the reference's is the mean of its two runs in the
+    round (A/B/A), as its paired ratios use it."""
+    times = run.executions[index].times_ms
+    again = run.reference_again_ms
+    if index == 0 and len(again) == len(times):
+        return [(a + b) / 2 for a, b in zip(times, again)]
+    return list(times)
+
+
+def _paired_rounds(rows: dict, labels: list[str]) -> list[list[float]] | None:
+    """The variants' per-round times where every one kept them, over the same rounds."""
+    times = [rows[lab].get("times_ms") or [] for lab in labels]
+    if not times or not times[0] or any(len(t) != len(times[0]) for t in times):
+        return None
+    return times
+
+
 def noise_aware(result: dict) -> dict:
     """A module's noise-aware numbers (:mod:`bench.fidelity_stats`), from its rows and its A/A:
     ``band`` (the factor within which its times are ties), ``tau_noise``/``tau_noise_min``
@@ -271,11 +291,28 @@ def noise_aware(result: dict) -> dict:
     predicted = [rows[lab]["predicted_ns"] for lab in ran]
     medians = [rows[lab]["median_ms"] for lab in ran]
     minimums = [rows[lab]["min_ms"] for lab in ran]
-    bands = [band] * len(ran)
     pairs = [(i, j) for i in range(len(ran)) for j in range(i + 1, len(ran))]
-    resolved = sum(not within(medians[i], medians[j], band) for i, j in pairs)
-    return {"band": band, "tau_noise": kendall_tau_noise(predicted, medians, bands),
+    rounds = _paired_rounds(rows, ran)
+    if rounds is not None:
+        def tied(i: int, j: int) -> bool:
+            return not sign_test_resolved(rounds[i], rounds[j])
+
+        resolved = sum(not tied(i, j) for i, j in pairs)
+        return {"band": band, "resolution": f"sign test, {len(rounds[0])} rounds",
+                "tau_noise": kendall_tau(predicted, medians, tied),
+                "tau_noise_min": kendall_tau(predicted, minimums, tied),
+                "agreement_resolved": resolved_agreement(predicted, medians, tied),
+                "pairs_resolved": [resolved, len(pairs)]}
+
+    def in_band(i: int, j: int) -> bool:
+        return within(medians[i], medians[j], band)  # type: ignore[arg-type]
+
+    bands = [band] * len(ran)
+    resolved = sum(not in_band(i, j) for i, j in pairs)
+    return {"band": band, "resolution": "A/A band",
+            "tau_noise": kendall_tau_noise(predicted, medians, bands),
             "tau_noise_min": kendall_tau_noise(predicted, minimums, bands),
+            "agreement_resolved": resolved_agreement(predicted, medians, in_band),
             "pairs_resolved": [resolved, len(pairs)]}
 
 
@@ -328,16 +365,18 @@ def _mean(values: list) -> float | None:
 def _summary(results: list[dict]) -> dict:
     done = [r for r in results if "variants" in r and r["variants"]["ours"]["ratio"]]
     for r in done:
-        if "tau_noise" not in r:  # a file written before the noise-aware numbers
+        if "agreement_resolved" not in r:  # a file written before these numbers
             r.update(noise_aware(r))
     pred, meas, meas_min, bands, taus_compare = [], [], [], [], []
-    for r in done:
+    origin: list[tuple[int, list[float] | None]] = []  # (module, its per-round times)
+    for m, r in enumerate(done):
         for row in r["variants"].values():
             if row.get("ratio") and row.get("predicted_ratio") is not None:
                 pred.append(row["predicted_ratio"])
                 meas.append(row["ratio"]["median"])
                 meas_min.append(row.get("min_ratio", row["ratio"]["median"]))
                 bands.append(r["band"])
+                origin.append((m, row.get("times_ms") or None))
         if r.get("tau_compare") is not None:
             taus_compare.append(r["tau_compare"])
     ours = [r["variants"]["ours"] for r in done]
@@ -358,8 +397,11 @@ def _summary(results: list[dict]) -> dict:
         "modules_skipped": [(r["module"], r["skipped"]) for r in results if "skipped" in r],
         "tau_overall": kendall_tau(pred, meas),
         "tau_overall_min": kendall_tau(pred, meas_min),
-        "tau_overall_noise": kendall_tau_noise(pred, meas, bands),
-        "tau_overall_noise_min": kendall_tau_noise(pred, meas_min, bands),
+        "tau_overall_noise": _pooled_noise_tau(pred, meas, bands, origin),
+        "tau_overall_noise_min": _pooled_noise_tau(pred, meas_min, bands, origin),
+        "agreement_resolved_overall": _pooled_noise_tau(pred, meas, bands, origin,
+                                                        resolved_agreement),
+        "agreement_resolved_mean": _mean([r.get("agreement_resolved") for r in done]),
         "tau_mean": _mean([r["tau"] for r in done]),
         "tau_mean_min": _mean([r.get("tau_min") for r in done]),
         "tau_mean_noise": _mean([r["tau_noise"] for r in done]),
@@ -389,19 +431,40 @@ def _summary(results: list[dict]) -> dict:
     }
 
 
+def _pooled_noise_tau(pred: list, meas: list, bands: list, origin: list,
+                      statistic=kendall_tau) -> float | None:
+    """Noise-aware tau (or ``statistic``) over every module's variants: two variants of one
+    module that kept their per-round times are tied unless the sign test orders them; any
+    other pair unless their measured ratios differ by more than the wider of their modules'
+    A/A bands."""
+    if any(b is None for b in bands):
+        return None
+
+    def tied(i: int, j: int) -> bool:
+        (mi, ti), (mj, tj) = origin[i], origin[j]
+        if mi == mj and ti and tj and len(ti) == len(tj):
+            return not sign_test_resolved(ti, tj)
+        return within(meas[i], meas[j], max(bands[i], bands[j]))
+
+    return statistic(pred, meas, tied)
+
+
 def _cell(value, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
 def table(results: list[dict]) -> str:
     """The module-by-module markdown tables of BENCHMARKS.md: the corpus and generated
-    modules, then the unseen ones. ``tau-b noise``: Kendall's tau-b with the variants whose
-    medians lie within the A/A band as ties (:mod:`bench.fidelity_stats`); ``resolved``: the
-    variant pairs outside the band, of all pairs."""
+    modules, then the unseen ones. ``tau-b noise``: Kendall's tau-b with the variant pairs the
+    run does not order as ties (the sign test over rounds where the rows kept their round
+    times, else the A/A band: :mod:`bench.fidelity_stats`); ``resolved``: the pairs it orders,
+    of all pairs; ``agreement (resolved)``: over those pairs only, (agreeing - disagreeing) /
+    pairs."""
     head = ["| module | variants run | tau (median) | tau (min) | tau-b noise (median) | "
-            "tau-b noise (min) | A/A band | pairs resolved | ours/XLA paired median [p25, p75] "
+            "tau-b noise (min) | A/A band | pairs resolved | agreement (resolved) | "
+            "ours/XLA paired median [p25, p75] "
             "| ours/XLA min | predicted | A/A noise | same program | outputs |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     seen = [r for r in results if not r["module"].startswith("unseen_")]
     unseen = [r for r in results if r["module"].startswith("unseen_")]
     lines = head + [_row(r) for r in seen]
@@ -413,8 +476,8 @@ def table(results: list[dict]) -> str:
 
 def _row(r: dict) -> str:
     if "variants" not in r:
-        return f"| {r['module']} | refused: {r['skipped'][:90]} |||||||||||||"
-    if "tau_noise" not in r:
+        return f"| {r['module']} | refused: {r['skipped'][:90]} ||||||||||||||"
+    if "agreement_resolved" not in r:
         r = {**r, **noise_aware(r)}
     v = r["variants"]
     ran = sum(row["median_ms"] is not None for row in v.values())
@@ -428,7 +491,8 @@ def _row(r: dict) -> str:
     return (f"| {r['module']} | {ran}/{len(v)} | {_cell(r.get('tau'), 2)} | "
             f"{_cell(r.get('tau_min'), 2)} | {_cell(r.get('tau_noise'), 2)} | "
             f"{_cell(r.get('tau_noise_min'), 2)} | {_cell(r.get('band'), 2)} | "
-            f"{f'{resolved[0]}/{resolved[1]}' if resolved else '-'} | {paired} | "
+            f"{f'{resolved[0]}/{resolved[1]}' if resolved else '-'} | "
+            f"{_cell(r.get('agreement_resolved'), 2)} | {paired} | "
             f"{_cell(ours.get('min_ratio'))} | {_cell(ours.get('predicted_ratio'))} | "
             f"{_cell((r.get('noise') or {}).get('median'))} | "
             f"{'yes' if r.get('same_as_xla') else 'no'} | {outputs} |")

@@ -101,3 +101,53 @@ ENTRY e {
     assert same_program(plain, empty)
     other = parse_module(text.replace("SCALAR", "").replace("{(f32[4,3]{1,0})", "{(f32[4,3]{0,1})"))
     assert not same_program(plain, other)
+
+
+def test_the_sign_test_orders_a_pair_only_when_a_coin_rarely_would():
+    from bench.fidelity_stats import sign_test_resolved
+
+    faster, slower = [1.0] * 9, [2.0] * 9
+    # 8 of 9 rounds: two-sided p = 2 * (1 + 9) / 512 = 0.039 <= 0.05; 7 of 9: 2 * 46 / 512 = 0.18.
+    assert sign_test_resolved([1.0] * 8 + [3.0], slower)
+    assert not sign_test_resolved([1.0] * 7 + [3.0] * 2, slower)
+    # 5 of 5: p = 2 / 32 = 0.0625: five rounds order nothing at 5 %.
+    assert not sign_test_resolved(faster[:5], slower[:5])
+    # Equal rounds are left out: 8 wins and 1 tie is 8 of 8, p = 2 / 256.
+    assert sign_test_resolved([1.0] * 8 + [2.0], slower)
+    assert not sign_test_resolved(faster, faster)
+
+
+def test_a_module_with_round_times_is_tied_by_the_sign_test_not_the_band():
+    from bench.fidelity import noise_aware
+
+    # xla and ours differ by 1 % in every round (ordered by the sign test, although inside
+    # the 5 % band); default is faster than both in 5 of 9 rounds only: tied with both,
+    # although its median (0.5) lies far outside the band.
+    xla = [1.00] * 9
+    ours = [1.01] * 9
+    default = [0.5] * 5 + [3.0] * 4
+    rows = {label: {"median_ms": float(np.median(t)), "min_ms": min(t), "predicted_ns": p,
+                    "times_ms": t}
+            for label, t, p in (("xla", xla, 0), ("ours", ours, 10), ("default", default, 100))}
+    out = noise_aware({"variants": rows, "noise": {"median": 1.0, "p25": 0.95, "p75": 1.05}})
+    assert out["resolution"] == "sign test, 9 rounds"
+    assert out["pairs_resolved"] == [1, 3]
+    # One concordant pair (xla < ours, predicted 0 < 10), two ties on the measured side:
+    # tau-b = 1 / sqrt(3 * 1).
+    assert out["tau_noise"] == pytest.approx(1 / math.sqrt(3))
+
+
+def test_agreement_over_resolved_pairs_counts_only_what_the_measurement_orders():
+    from bench.fidelity_stats import resolved_agreement
+
+    def never(i, j):
+        return False
+
+    # Pairs (0,1) agree, (0,2) agree, (1,2) disagree: (2 - 1) / 3.
+    assert resolved_agreement([1, 2, 3], [10, 30, 20], never) == pytest.approx(1 / 3)
+    # Pair (1,2) tied by the measurement: 2 of 2 agree.
+    assert resolved_agreement([1, 2, 3], [10, 30, 20], lambda i, j: {i, j} == {1, 2}) == 1.0
+    # A pair priced equal counts against: (1 - 0) / 2.
+    assert resolved_agreement([1, 2, 2], [10, 20, 30],
+                              lambda i, j: {i, j} == {0, 2}) == pytest.approx(0.5)
+    assert resolved_agreement([1, 2], [10, 20], lambda i, j: True) is None
