@@ -51,11 +51,11 @@ from solver.errors import SolveError
 from solver.problem import (
     FORBIDDEN, Edge, Problem, Solution, Status, evaluate, make_problem, trivial_bound,
 )
-from solver.reductions import reduce_problem
+from solver.reductions import Reduction, reduce_problem
 from solver.progress import SearchCallback
 from solver.solve import solve
 
-__all__ = ["solve_in_parts"]
+__all__ = ["reduce_for_parts", "solve_in_parts"]
 
 #: CP-SAT's deterministic budget (its work units) for the first try on a component.
 FIRST_TRY = 0.5
@@ -83,20 +83,30 @@ class _Found:
     proven: bool
 
 
+def reduce_for_parts(problem: Problem, options: SolveOptions) -> Reduction:
+    """The exact reductions :func:`solve_in_parts` starts with (at most 30 % of
+    ``options.time_limit``), for a caller that makes them beforehand."""
+    return reduce_problem(problem, options.passes,
+                          time.perf_counter() + 0.3 * options.time_limit)
+
+
 def solve_in_parts(problem: Problem, options: SolveOptions = SolveOptions(), *,
                    quick: bool = False, hint: Sequence[int] | None = None,
-                   report: SearchCallback | None = None) -> Solution:
+                   report: SearchCallback | None = None,
+                   reduction: Reduction | None = None) -> Solution:
     """Solve ``problem`` (no memory rows) within ``options.time_limit`` seconds, component
     by component (see the module docstring). ``quick``: a component that neither the first
     try nor a separator settles keeps the first try's answer and bound (step 4 is skipped),
     for a caller with another way to spend the time. ``hint``: a feasible answer of
-    ``problem`` to start from. ``report`` hears the answer and bound at the end."""
+    ``problem`` to start from. ``report`` hears the answer and bound at the end.
+    ``reduction``: ``problem``'s reductions made beforehand (:func:`reduce_for_parts`)."""
     if problem.memory or problem.fixed_memory:
         return solve(problem, options)
     laps = Laps()
     deadline = laps.began + options.time_limit
-    reduction = reduce_problem(problem, options.passes, laps.began + 0.3 * options.time_limit)
-    laps.lap("reduce")
+    if reduction is None:
+        reduction = reduce_for_parts(problem, options)
+        laps.lap("reduce")
     core = reduction.problem
     if core is None:
         return Solution(Status.INFEASIBLE, timings_ms=laps.timings(),

@@ -52,7 +52,9 @@ from solver.layout_assignment.options import AssignOptions, EntryLayout
 from solver.layout_assignment.plan import InsertedCopy, plan_for
 from solver.layout_assignment.shared_copies import improve, true_cost
 from solver.options import SolveOptions
-from solver.parts import solve_in_parts
+from solver.beside import NotBeside, beside
+from solver.reductions import Reduction
+from solver.parts import reduce_for_parts, solve_in_parts
 from solver.problem import Problem, Solution, Status
 from solver.progress import ProgressCallback, Tracker
 from solver.problem import evaluate as evaluate_labels
@@ -160,6 +162,15 @@ FINISH_S = 0.1
 FINISH_S_PER_INSTRUCTION = 1e-4
 #: The optional last local search starts only with this much time left.
 OPTIONAL_STEP_S = 0.2
+
+
+#: Modules of at least this many instructions solve their seeds in a child process while
+#: the exact problem is stated and reduced (:func:`solver.beside.beside`); smaller ones
+#: take a second or less for both, less than what the fork and the result's way back
+#: would save.
+BESIDE_INSTRUCTIONS = 5_000
+#: ... and only with at least this many seconds left.
+BESIDE_S = 2.0
 
 
 #: CP-SAT's workers on the exact problem (see ``SolveOptions.subsolvers``).
@@ -307,15 +318,28 @@ def _assign(module: Module, target: str | Target, options: AssignOptions,
     runs = _baselines(compiled, laps)
     tracker.heard(best=min(runs.estimated().values()))
     tracker.enter("relaxed problem")
-    relaxed, per_use, improved, moves = _solve_seeds(compiled, options, budget, runs, laps,
-                                                     tracker)
-    tracker.heard(best=min(runs.estimated().values()))
-    if budget.left() > OPTIONAL_STEP_S:
-        tracker.enter("exact problem")
-        exact = exact_problem(compiled)
-        _settle()
+    stated = None
+    if instructions >= BESIDE_INSTRUCTIONS and budget.left() > BESIDE_S:
+        # The seeds in a child process, the exact problem stated and reduced here
+        # meanwhile: neither needs the other (the same answers as one after the other).
+        pending = beside(lambda: _seed_solutions(compiled, options, budget))
+        stated = _stated_exact(compiled, options, budget)
         laps.lap("exact_prepare")
-        lower, bound_status = _solve_exact(compiled, options, budget, exact, improved,
+        try:
+            seeds = pending.result()
+        except NotBeside:
+            seeds = _seed_solutions(compiled, options, budget)
+        laps.lap("seeds_wait")
+    else:
+        seeds = _seed_solutions(compiled, options, budget, tracker)
+    relaxed, per_use, improved, moves = _seeds_added(seeds, runs, laps, tracker)
+    tracker.heard(best=min(runs.estimated().values()))
+    if stated is not None or budget.left() > OPTIONAL_STEP_S:
+        tracker.enter("exact problem")
+        if stated is None:
+            stated = _stated_exact(compiled, options, budget, reduce=False)
+            laps.lap("exact_prepare")
+        lower, bound_status = _solve_exact(compiled, options, budget, stated, improved,
                                            relaxed, runs, laps, tracker)
     else:
         # No time left to state the exact problem: the relaxed problem's bound.
@@ -399,12 +423,60 @@ def _baselines(compiled: Compiled, laps: Laps) -> Runs:
     return runs
 
 
-def _solve_seeds(compiled: Compiled, options: AssignOptions, budget: Budget, runs: Runs,
-                 laps: Laps, tracker: Tracker
+@dataclass(frozen=True, slots=True, eq=False)
+class Seeds:
+    """The relaxed problem's and the per-use model's solutions (``None``: not solved),
+    and the seconds each took."""
+
+    relaxed: Solution
+    per_use: Solution | None
+    seconds: tuple[float, float]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StatedExact:
+    """The exact shared-copy problem, and its reductions when made beforehand."""
+
+    problem: Problem
+    reduction: Reduction | None
+
+
+def _stated_exact(compiled: Compiled, options: AssignOptions, budget: Budget,
+                  reduce: bool = True) -> StatedExact:
+    """The exact problem (:func:`.exact.exact_problem`), with its reductions when
+    ``reduce`` (:func:`solver.parts.reduce_for_parts`, as its solve would make them)."""
+    exact = exact_problem(compiled)
+    _settle()
+    if not reduce:
+        return StatedExact(exact, None)
+    reduction = reduce_for_parts(exact, _solve_options(options, budget.share(1.0)))
+    _settle()
+    return StatedExact(exact, reduction)
+
+
+def _seed_solutions(compiled: Compiled, options: AssignOptions, budget: Budget,
+                    tracker: Tracker | None = None) -> Seeds:
+    """The relaxed problem, then the per-use model when time is left, each solved
+    component by component (:func:`solver.parts.solve_in_parts`)."""
+    began = time.perf_counter()
+    relaxed = solve_in_parts(compiled.relaxed, _solve_options(options, budget.share(0.25)),
+                             quick=True)
+    middle = time.perf_counter()
+    if relaxed.labels is None:
+        raise AssignmentError(f"no layout assignment meets the hard rules: {relaxed.message}")
+    per_use = None
+    if budget.left() > OPTIONAL_STEP_S:
+        if tracker is not None:
+            tracker.heard(bound=relaxed.lower_bound)
+            tracker.enter("per-use model")
+        per_use = solve_in_parts(compiled.problem, _solve_options(options, budget.share(0.4)))
+    return Seeds(relaxed, per_use, (middle - began, time.perf_counter() - middle))
+
+
+def _seeds_added(seeds: Seeds, runs: Runs, laps: Laps, tracker: Tracker
                  ) -> tuple[Solution, Solution | None, tuple[int, ...], int]:
-    """The relaxed problem and the per-use model, each solved component by component
-    (:func:`solver.parts.solve_in_parts`), then local search on the true cost from the
-    best answer so far: the exact solve's start.
+    """The seeds (:func:`_seed_solutions`) added to the runs, then local search on the
+    true cost from the best answer so far: the exact solve's start.
 
     The relaxed problem charges each copy's share to the uses that can share it, so its
     optimum is a lower bound on the true cost; the per-use model charges every use its
@@ -416,37 +488,35 @@ def _solve_seeds(compiled: Compiled, options: AssignOptions, budget: Budget, run
     and separators go, the per-use one only when time is left. Returns both solutions (the
     per-use one ``None`` when not solved), the improved answer and the local search's
     moves."""
-    relaxed = solve_in_parts(compiled.relaxed, _solve_options(options, budget.share(0.25)),
-                             quick=True)
-    laps.lap("relaxed")
+    relaxed, per_use = seeds.relaxed, seeds.per_use
+    laps.add((("relaxed", round(seeds.seconds[0] * 1000, 3)),))
     laps.add(relaxed.timings_ms, "relaxed.")
-    if relaxed.labels is None:
-        raise AssignmentError(f"no layout assignment meets the hard rules: {relaxed.message}")
-    runs.add("bound", relaxed.labels, evaluate_labels(compiled.problem, relaxed.labels))
+    assert relaxed.labels is not None
+    runs.add("bound", relaxed.labels, evaluate_labels(runs.compiled.problem, relaxed.labels))
     tracker.heard(best=min(runs.estimated().values()), bound=relaxed.lower_bound)
-    per_use = None
-    if budget.left() > OPTIONAL_STEP_S:
-        tracker.enter("per-use model")
-        per_use = solve_in_parts(compiled.problem, _solve_options(options, budget.share(0.4)))
-        laps.lap("solve")
+    if per_use is not None:
+        laps.add((("solve", round(seeds.seconds[1] * 1000, 3)),))
         laps.add(per_use.timings_ms, "solve.")
         if per_use.labels is not None:
             runs.add("cp-sat", per_use.labels, per_use.objective)
+    laps.skip()
     improved, moves = runs.improve_cheapest(starts=2)
     laps.lap("local_search")
     return relaxed, per_use, improved, moves
 
 
 def _solve_exact(compiled: Compiled, options: AssignOptions, budget: Budget,
-                 exact: Problem, start: tuple[int, ...], relaxed: Solution, runs: Runs,
+                 stated: StatedExact, start: tuple[int, ...], relaxed: Solution, runs: Runs,
                  laps: Laps, tracker: Tracker) -> tuple[int, str]:
     """The exact shared-copy problem from ``start``, component by component
     (:func:`solver.parts.solve_in_parts`: the start where it meets the trivial bound,
     bucket elimination, else CP-SAT from the start). Returns the best lower bound on the
     true cost (the exact solve's, or the relaxed problem's) and the statuses of the solves
     that gave it."""
+    exact = stated.problem
     solution = solve_in_parts(exact, _solve_options(options, budget.share(1.0), EXACT_SUBSOLVERS),
-                              hint=exact_labels(exact, start), report=tracker.heard)
+                              hint=exact_labels(exact, start), report=tracker.heard,
+                              reduction=stated.reduction)
     laps.lap("exact")
     laps.add(solution.timings_ms, "exact.")
     bounds = [solution.lower_bound if solution.lower_bound is not None

@@ -1,0 +1,48 @@
+"""Work beside the caller in a forked child: its result comes back, its exceptions are
+raised again, a child that dies says so, and the caller works meanwhile."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from solver.beside import NotBeside, beside
+from solver.errors import AssignmentError
+
+
+def test_the_result_comes_back_from_another_process() -> None:
+    parent = os.getpid()
+    data = list(range(100_000))  # the child sees what the parent holds, unpickled
+    pending = beside(lambda: (os.getpid(), sum(data)))
+    pid, total = pending.result()
+    assert pid != parent and total == sum(range(100_000))
+    assert pending.result() == (pid, total)  # once collected, kept
+
+
+def test_the_caller_works_meanwhile() -> None:
+    began = time.perf_counter()
+    pending = beside(lambda: time.sleep(1.0) or "slept")
+    time.sleep(1.0)
+    assert pending.result() == "slept"
+    # Both slept a second at once: well under the two seconds of one after the other.
+    assert time.perf_counter() - began < 1.8
+
+
+def test_an_exception_in_the_child_is_raised_again() -> None:
+    def failing() -> None:
+        raise AssignmentError("no layout assignment meets the hard rules: x")
+
+    with pytest.raises(AssignmentError, match="hard rules: x"):
+        beside(failing).result()
+
+
+def test_a_child_that_dies_says_so() -> None:
+    with pytest.raises(NotBeside):
+        beside(lambda: os._exit(3)).result()
+
+
+def test_a_result_that_cannot_be_pickled_says_so() -> None:
+    with pytest.raises(NotBeside, match="not picklable"):
+        beside(lambda: (lambda: 0)).result()
