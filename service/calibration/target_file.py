@@ -15,6 +15,10 @@ UNROLL_EXTENT = 64
 #: ran no slower than the copy doing the same movement (measured: 128-256 bytes apart 0.4-0.8x
 #: the copy's time, 512 and more 2.4-6.7x); not fitted.
 STANDALONE_MIN_STRIDE = 512
+#: From this read stride on a standalone transpose (or data-moving reshape) pays the full
+#: factor; below it the factor scales with the stride (measured: 512 bytes apart 1.7x the
+#: copy, 1 KiB 2.5-4.5x, 2 KiB 7.7x); not fitted.
+STANDALONE_FULL_STRIDE = 2048
 
 _TEMPLATE = '''# {platform}: calibrated by `hlo-layout calibrate --platform {platform}` through XLA's own
 # execution path (the module run as written, one pinned CPU, {reps} interleaved rounds).
@@ -26,7 +30,7 @@ cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
 tileable_minor_dims = 0
-calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {min_stride} bytes apart or more (else the copy's cost), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule); a relayout {c.copy_row_ns} ns more per run of its result's minor dim; an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}. {n} samples."
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (else the copy's cost), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule); a relayout {c.copy_row_ns} ns more per run of its result's minor dim; an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}. {n} samples."
 
 [transpose]
 minor_moving = {c.minor_moving}
@@ -35,6 +39,7 @@ uncoalesced = {c.minor_moving}
 standalone = {c.standalone}
 reshape_standalone = {c.reshape_standalone}
 standalone_min_stride = {min_stride}
+standalone_full_stride = {full_stride}
 note = "Slopes of XLA:CPU copy and transpose times against bytes, relative to a plain copy."
 
 [copies]
@@ -86,6 +91,7 @@ def target_toml(calibration: Calibration) -> str:
                             machine=calibration.machine, date=calibration.date, load=load,
                             load1=calibration.load_average[0], c=c, n=c.samples,
                             min_stride=STANDALONE_MIN_STRIDE,
+                            full_stride=STANDALONE_FULL_STRIDE,
                             cache_bytes=CACHE_BYTES,
                             extent_note=(f" when each result element reads at least "
                                          f"{c.reduce_min_extent} elements"

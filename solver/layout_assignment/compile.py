@@ -200,10 +200,11 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
         if slower != 1.0 and stride < cm.target.transpose.standalone_min_stride:
             return ns, (f"transpose moves data: {why}; its innermost loop reads {stride} "
                         "bytes apart, close enough to cost what the copy costs")
+        slower = _by_stride(cm.target, slower, stride)
         if slower != 1.0:
             return (math.ceil(ns * slower),
-                    f"transpose moves data: {why}; x{slower:g}: a standalone transpose, "
-                    "slower than a copy doing the same movement")
+                    f"transpose moves data: {why}; x{slower:.3g}: a standalone transpose, "
+                    f"slower than a copy doing the same movement (reads {stride} bytes apart)")
         return ns, f"transpose moves data: {why}"
     target = cm.target
     nbytes = physical_bytes(src, cu.format) + physical_bytes(dst, cv.format)
@@ -215,6 +216,7 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
         why += (f": its innermost loop reads {stride} bytes apart, close enough to cost what "
                 "the copy costs")
     elif rel.kind == "reshape" and slower != 1.0:
+        slower = _by_stride(target, slower, stride)
         ns *= slower
         why += (f", x{slower:g}: a reshape that moves data runs as its own elementwise loop, "
                 "slower than a copy moving the same bytes")
@@ -528,6 +530,16 @@ def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
             where = rel.instruction or "ROOT"
             terms.append(Term(kind, rel.computation, where, nbytes, ns, reason))
     return sum(t.ns for t in terms), terms, broken
+
+
+def _by_stride(target, factor: float, stride: int) -> float:
+    """A standalone loop's factor at a read stride: the full ``factor`` from
+    ``standalone_full_stride`` bytes on, in proportion to the stride below it (never below
+    1); the full factor everywhere when that is 0."""
+    full = target.transpose.standalone_full_stride
+    if not full or stride >= full:
+        return factor
+    return max(1.0, factor * stride / full)
 
 
 def _reshape_read_stride(src: ArrayShape, dst: ArrayShape) -> int:
