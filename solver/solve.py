@@ -66,6 +66,14 @@ ANNEAL_MOVES_PER_NODE = 1500
 ANNEAL_MOVES = 400_000
 ANNEAL_ROUNDS = 3
 ANNEAL_SHARE = 0.6
+#: The annealed answer then goes to shifted windows (:func:`solver.lns.improve_shifted`):
+#: at most ANNEALED_WINDOWS windows of ANNEALED_WINDOW nodes, within WINDOWS_SHARE of the
+#: time left (a safety net), before CP-SAT gets the whole model for the rest. On contest
+#: core V CP-SAT's whole model stayed at its hint for 45 s, the windows took it from 1.485
+#: to about 1.15 times the best published cost (BENCHMARKS.md, Solver core).
+ANNEALED_WINDOWS = 60
+ANNEALED_WINDOW = 30
+WINDOWS_SHARE = 0.6
 #: A memory-limited core that is not annealed, whose tables hold at most PENALTY_ENTRIES
 #: entries (at most PENALTY_NODE_ENTRIES per node, no node above PENALTY_LABELS labels),
 #: first gets toulbar2's answers with bisected memory penalties (:mod:`solver.penalties`):
@@ -303,6 +311,7 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
         return Search(start, bound, _status(bound, start.cost), first_ms)
     if start is not None and _anneals(core):
         start = _annealed(core, start, deadline, laps)
+        start = _windowed(core, start, options, deadline, laps)
     if start is not None:
         cpsat.add_hint(model, start.labels)
         laps.lap("add-hint")
@@ -348,6 +357,20 @@ def _annealed(core: Problem, start: Answer, deadline: float, laps: Laps) -> Answ
     laps.lap("anneal")
     found = _feasible(core, labels)
     return found if found is not None and found.cost < start.cost else start
+
+
+def _windowed(core: Problem, start: Answer, options: SolveOptions, deadline: float,
+              laps: Laps) -> Answer:
+    """``start`` improved by shifted windows (a fixed number; the clock only cuts them)."""
+    cut = time.perf_counter() + WINDOWS_SHARE * max(0.0, deadline - time.perf_counter())
+    improved, _ = lns.improve_shifted(core, start.labels, cut, options, ANNEALED_WINDOWS,
+                                      ANNEALED_WINDOW)
+    laps.lap("windows")
+    answer = _feasible(core, improved)
+    if answer is None or answer.cost > start.cost:
+        cost = None if answer is None else answer.cost
+        raise SolveError(f"window search answer re-evaluates to {cost}, start was {start.cost}")
+    return answer
 
 
 def _window_search(core: Problem, start: Answer, first_ms: float | None,
