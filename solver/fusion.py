@@ -78,15 +78,15 @@ def _functional_edges(problem: Problem, allowed: list[np.ndarray], tied: set[int
         by_shape.setdefault(edge.costs.shape, []).append(i)
     found: list[tuple[int, int, int, np.ndarray]] = []
     for picked in by_shape.values():
-        costs = np.stack([problem.edges[i].costs for i in picked])
+        costs = np.array([problem.edges[i].costs for i in picked])
         forbids = np.flatnonzero((costs >= FORBIDDEN).any(axis=(1, 2)))
         if not len(forbids):
             continue
         picked = [picked[j] for j in forbids.tolist()]
         costs = costs[forbids]
         edges = [problem.edges[i] for i in picked]
-        finite = ((costs < FORBIDDEN) & np.stack([allowed[e.u] for e in edges])[:, :, None]
-                  & np.stack([allowed[e.v] for e in edges])[:, None, :])
+        finite = ((costs < FORBIDDEN) & np.array([allowed[e.u] for e in edges])[:, :, None]
+                  & np.array([allowed[e.v] for e in edges])[:, None, :])
         rows_ok = (finite.sum(axis=2) <= 1).all(axis=1)
         cols_ok = ~rows_ok & (finite.sum(axis=1) <= 1).all(axis=1)
         by_row = np.where(finite.any(axis=2), finite.argmax(axis=2), -1)

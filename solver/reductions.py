@@ -42,7 +42,7 @@ from solver.errors import Infeasible, ProblemError
 from solver.options import ALL_PASSES
 from solver.fusion import functional_groups
 from solver.problem import FORBIDDEN, Edge, FixedUse, MemoryUse, Problem
-from solver.workgraph import Fix, Leaf, Postsolve, Series, WorkGraph, clamp_add
+from solver.workgraph import Fix, Leaf, Postsolve, Series, WorkGraph, as_private, clamp_add
 
 #: Largest ``k_u * k_node * k_w`` for which a degree-2 node is eliminated.
 SERIES_LIMIT = 2_000_000
@@ -188,7 +188,7 @@ def _merge_ties(problem: Problem, fused: list[dict[int, np.ndarray]] = ()
             # Untied ends, labels unchanged: WorkGraph.add_table, inline.
             key, oriented = ((u, v), edge.costs) if u < v else ((v, u), edge.costs.T)
             old = tables.get(key)
-            tables[key] = np.array(oriented if old is None else clamp_add(old, oriented))
+            tables[key] = as_private(oriented) if old is None else clamp_add(old, oriented)
             adj[u].add(v)
             adj[v].add(u)
             continue
@@ -279,7 +279,7 @@ def _supported(graph: WorkGraph, nodes: list[int]) -> dict[int, np.ndarray]:
     for key, table in graph.tables.items():
         by_shape[table.shape].append(key)
     for keys in by_shape.values():
-        finite = np.stack([graph.tables[key] for key in keys]) < FORBIDDEN
+        finite = np.array([graph.tables[key] for key in keys]) < FORBIDDEN
         pruning = np.flatnonzero(~finite.all(axis=(1, 2))).tolist()
         if not pruning:
             continue
@@ -360,7 +360,7 @@ def _dominated_now(graph: WorkGraph, nodes: list[int], relevant: set[int]
         group.append(n)
     no_worse = {}
     for k, group in members.items():
-        unary = np.stack([graph.unary[n] for n in group])
+        unary = np.array([graph.unary[n] for n in group])
         no_worse[k] = unary[:, :, None] <= unary[:, None, :]
     for n in checked:
         if n in relevant:
@@ -371,7 +371,7 @@ def _dominated_now(graph: WorkGraph, nodes: list[int], relevant: set[int]
     for key, table in graph.tables.items():
         by_shape[table.shape].append(key)
     for (ku, kv), keys in by_shape.items():
-        stack = np.stack([graph.tables[key] for key in keys])
+        stack = np.array([graph.tables[key] for key in keys])
         for end, k, compare in ((0, ku, lambda t: (t[:, :, None, :] <= t[:, None, :, :]).all(axis=3)),
                                 (1, kv, lambda t: (t[:, :, :, None] <= t[:, :, None, :]).all(axis=1))):
             if k not in members:
@@ -381,10 +381,13 @@ def _dominated_now(graph: WorkGraph, nodes: list[int], relevant: set[int]
                 continue
             slots = np.array([slot[keys[j][end]] for j in picked])
             worse = ~compare(stack[picked])
-            # A node can meet several tables of one shape: count the failures, then clear.
-            failures = np.zeros(no_worse[k].shape, np.int32)
-            np.add.at(failures, slots, worse)
-            no_worse[k] &= failures == 0
+            # A node can meet several tables of one shape: OR its tables' failures
+            # (grouped by slot), then clear.
+            order = np.argsort(slots, kind="stable")
+            slots = slots[order]
+            starts = np.flatnonzero(np.concatenate(([True], slots[1:] != slots[:-1])))
+            failed = np.logical_or.reduceat(worse[order], starts, axis=0)
+            no_worse[k][slots[starts]] &= ~failed
     verdicts: dict[int, np.ndarray] = {}
     for k, group in members.items():
         nw = no_worse[k]

@@ -111,12 +111,32 @@ class Postsolve:
         return tuple(out)
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def as_private(array: np.ndarray | list) -> np.ndarray:
+    """``array`` as a C-ordered int64 array nobody else writes: itself when it is one
+    already and read-only, else a copy."""
+    if (type(array) is np.ndarray and array.dtype == np.int64 and not array.flags.writeable
+            and array.flags.c_contiguous):
+        return array
+    return np.array(array, np.int64)
+
+
 class WorkGraph:
     """Nodes with unary costs, undirected edges with tables, memory uses."""
 
     def __init__(self, unary: list[np.ndarray]) -> None:
-        self.unary: list[np.ndarray | None] = [np.array(u, np.int64) for u in unary]
-        self.orig: list[np.ndarray | None] = [np.arange(len(u)) for u in unary]
+        # Arrays are replaced, never written in place: a read-only int64 array is kept as
+        # it is, and every node of one label count starts from one read-only identity.
+        self.unary: list[np.ndarray | None] = [as_private(u) for u in unary]
+        identity: dict[int, np.ndarray] = {}
+        for u in self.unary:
+            if len(u) not in identity:
+                identity[len(u)] = _read_only(np.arange(len(u)))
+        self.orig: list[np.ndarray | None] = [identity[len(u)] for u in self.unary]
         self.adj: list[set[int]] = [set() for _ in unary]
         self.tables: dict[tuple[int, int], np.ndarray] = {}
         self.uses: list[list] = []  # [node, start, end, usage]
@@ -135,7 +155,7 @@ class WorkGraph:
         """Add ``table`` (oriented ``(k_u, k_v)``) to edge ``u-v``, creating it if needed."""
         key, oriented = ((u, v), table) if u < v else ((v, u), table.T)
         old = self.tables.get(key)
-        self.tables[key] = np.array(oriented if old is None else clamp_add(old, oriented))
+        self.tables[key] = as_private(oriented) if old is None else clamp_add(old, oriented)
         self.adj[u].add(v)
         self.adj[v].add(u)
 
@@ -204,7 +224,7 @@ class WorkGraph:
         for key in sorted(self.tables):
             by_shape[self.tables[key].shape].append(key)
         for keys in by_shape.values():
-            stack = np.stack([self.tables[key] for key in keys])
+            stack = np.array([self.tables[key] for key in keys])
             finite = stack < FORBIDDEN
             rows = np.where(finite, stack, FORBIDDEN).min(axis=2)
             rows = np.where(rows >= FORBIDDEN, 0, rows)
