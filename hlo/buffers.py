@@ -132,15 +132,17 @@ def analyze_buffers(module: Module) -> BufferAnalysis:
                     if params:
                         _union_shapes(uf, here, (), instr.shape, (callee.name, params[0].name), ())
     entry = module.entry.name
+    # Every position's root, found once (the unions are all made).
+    roots = [(pos, uf.find(pos)) for pos in order]
+    root_of = dict(roots)
     groups: dict[Position, list[Position]] = {}
-    for pos in order:
-        groups.setdefault(uf.find(pos), []).append(pos)
+    for pos, root in roots:
+        groups.setdefault(root, []).append(pos)
     writes: dict[Position, int] = {}
     by_name = {c.name: {i.name: i for i in c.instructions} for c in module.computations}
-    for pos in order:
+    for pos, root in roots:
         instr = by_name[pos[0]][pos[1]]
         if _is_writer(instr, pos[0] == entry):
-            root = uf.find(pos)
             writes[root] = writes.get(root, 0) + 1
     reads: dict[Position, int] = {}
     for comp in module.computations:
@@ -150,13 +152,12 @@ def analyze_buffers(module: Module) -> BufferAnalysis:
                 continue
             for name in instr.operands:
                 for path, _ in leaf_arrays(shapes.get(name, TupleShape(()))):
-                    root = uf.find((comp.name, name, path))
+                    root = root_of[(comp.name, name, path)]
                     reads[root] = reads.get(root, 0) + 1
     buffers: list[Buffer] = []
     position_buffer: dict[Position, int] = {}
     seen: dict[Position, int] = {}
-    for pos in order:
-        root = uf.find(pos)
+    for pos, root in roots:
         if root in seen:
             continue
         members = tuple(groups[root])
