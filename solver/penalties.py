@@ -29,7 +29,10 @@ search that follows the answer costs 1.000 times the best published (D: 0.987,
 below it; BENCHMARKS.md, Solver core).
 
 Deterministic: a fixed number of rounds, each a toulbar2 search cut by its
-backtrack count; ``deadline`` only stops the rounds early as a safety net.
+backtrack count; ``deadline`` only stops the rounds early as a safety net (no
+round starts that would end past it if it took as long as the one before:
+toulbar2's own limit counts CPU time, which on a loaded machine runs slower than
+the wall clock).
 """
 
 from __future__ import annotations
@@ -107,9 +110,10 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
     hot = np.zeros(len(flat.u_node), bool)
     extra = np.zeros(flat.size)
     best, best_cost, w0 = None, np.inf, None
+    began, last = time.perf_counter(), 0.0
     for _ in range(rounds):
-        if deadline is not None and time.perf_counter() > deadline:
-            break
+        if deadline is not None and began + last > deadline:
+            break  # the round would end past the deadline if it took as long as the last
         penalty = np.minimum(np.repeat(weights.w, flat.k) * extra, MAX_PENALTY)
         rows = np.split(np.rint(penalty).astype(np.int64), flat.off[1:-1])
         # The deadline also bounds toulbar2's own search (CPU seconds), as a safety net.
@@ -133,6 +137,7 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
         broke = np.zeros(flat.n, bool)
         broke[flat.u_node[broken]] = True
         weights.update(broke, w0)
+        last, began = time.perf_counter() - began, time.perf_counter()
     return None if best is None else _checked(problem, flat, best, deadline)
 
 

@@ -81,8 +81,10 @@ WINDOWS_SHARE = 0.6
 #: PENALTY_SEARCH // entries backtracks each (between PENALTY_MIN_BACKTRACKS and
 #: PENALTY_MAX_BACKTRACKS), within PENALTY_SHARE of the time left (a safety net for a
 #: loaded machine). Denser cores (contest A, L, S: wide tables) took toulbar2 ten seconds
-#: and more a round (BENCHMARKS.md, Solver core).
-PENALTY_ENTRIES = 4_000_000
+#: and more a round (BENCHMARKS.md, Solver core). Up to 6M entries takes in contest cores
+#: R and T (5.1M and 5.3M entries, 10k and 16k nodes), where the window search gained
+#: little or nothing from the heuristic's answer and six rounds gain 8-10 %.
+PENALTY_ENTRIES = 6_000_000
 PENALTY_NODE_ENTRIES = 2_000
 PENALTY_LABELS = 512
 PENALTY_WORK = 24_000_000
@@ -90,6 +92,10 @@ PENALTY_MIN_ROUNDS, PENALTY_MAX_ROUNDS = 6, 12
 PENALTY_SEARCH = 300_000_000
 PENALTY_MIN_BACKTRACKS, PENALTY_MAX_BACKTRACKS = 100, 2_000
 PENALTY_SHARE = 0.7
+#: The heuristic before the penalty search gets at most this many seconds: its last
+#: seconds gain about 1 % on the largest cores (contest T: 14.6 s quiet), a penalty
+#: round about as much again.
+PENALTY_HEURISTIC_SECONDS = 8.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +280,8 @@ def _first_answer(reduction: Reduction, hint: Sequence[int] | None, quick: Answe
         laps.lap("hint")
         return hinted, first_ms
     budget = min(options.heuristic_time, max(0.0, (deadline - laps.mark) * 0.4))
+    if _penalised(core):
+        budget = min(budget, PENALTY_HEURISTIC_SECONDS)
     before = time.perf_counter()
     guess = heuristic(core, budget)
     best = _feasible(core, guess.labels)
