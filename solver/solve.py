@@ -82,8 +82,10 @@ WINDOWS_SHARE = 0.6
 #: PENALTY_MAX_BACKTRACKS), within PENALTY_SHARE of the time left (a safety net for a
 #: loaded machine). Denser cores (contest A, L, S: wide tables) took toulbar2 ten seconds
 #: and more a round (BENCHMARKS.md, Solver core). Up to 6M entries takes in contest cores
-#: R and T (5.1M and 5.3M entries, 10k and 16k nodes), where the window search gained
-#: little or nothing from the heuristic's answer and six rounds gain 8-10 %.
+#: R and T (5.1M and 5.3M entries, 10k and 16k nodes): six rounds of 100 backtracks take
+#: 28 and 38 CPU seconds there and end 7.7 and 9.4 % below the heuristic's answer
+#: (1.133 and 1.039 of the best published); the window search gained 0.04 and 6.5 % in
+#: 36 and 30 s.
 PENALTY_ENTRIES = 6_000_000
 PENALTY_NODE_ENTRIES = 2_000
 PENALTY_LABELS = 512
@@ -91,10 +93,10 @@ PENALTY_WORK = 24_000_000
 PENALTY_MIN_ROUNDS, PENALTY_MAX_ROUNDS = 6, 12
 PENALTY_SEARCH = 300_000_000
 PENALTY_MIN_BACKTRACKS, PENALTY_MAX_BACKTRACKS = 100, 2_000
-PENALTY_SHARE = 0.7
-#: The heuristic before the penalty search gets at most this many seconds: its last
-#: seconds gain about 1 % on the largest cores (contest T: 14.6 s quiet), a penalty
-#: round about as much again.
+PENALTY_SHARE = 0.8
+#: The heuristic before the penalty search gets at most this many seconds: on the
+#: largest cores its last seconds gain about 1 % (contest T: 793e9 after 6 s, 783e9
+#: after 20 s), time the penalty rounds need.
 PENALTY_HEURISTIC_SECONDS = 8.0
 
 

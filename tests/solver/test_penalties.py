@@ -73,3 +73,26 @@ def test_ties_are_refused() -> None:
     problem = make_problem([[0, 1], [1, 0]], ties=[(0, 1)])
     with pytest.raises(ProblemError):
         penalty_search(problem)
+
+
+def test_no_round_starts_that_would_end_past_the_deadline(monkeypatch) -> None:
+    # Each toulbar2 solve takes 0.6 s (wall clock): with 1 s to go the second round
+    # would end past the deadline, so only the first runs.
+    import time
+
+    import solver.penalties as penalties
+
+    solve = penalties.solve_wcsp
+    calls = []
+
+    def slow(*args, **kwargs):
+        calls.append(1)
+        time.sleep(0.6)
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(penalties, "solve_wcsp", slow)
+    problem = make_problem([[0, 5], [0, 3]], memory=[(0, 0, 2, [10, 1]), (1, 1, 3, [10, 1])],
+                           memory_limit=15)
+    got = penalty_search(problem, rounds=6, deadline=time.perf_counter() + 1.0)
+    assert len(calls) == 1
+    assert got is not None and got[1] in (3, 5)
