@@ -29,6 +29,11 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   (the samples pair up in order, one of each per group) over one pass of the operand as
   the model prices it: the extra passes a row reduction pays when its physically minor dim
   is not the one whose loop XLA:CPU vectorizes (0 without the groups);
+- ``reduce_scalar_factor``: the median over ``R`` of ``(t(rowmax_R) - t(row_R))`` over one
+  pass of the operand as the model prices it: what a row reduction whose combiner LLVM does
+  not vectorize (``maximum``) pays beyond the vectorized ``add`` one; the column form costs
+  the same for both, so a ``maximum`` column reduction's extra passes are
+  ``reduce_read_factor`` less this (0 without the samples);
 - ``copy_row_ns``: the median over ``C`` of ``(t(copy_rows_C) - t(copy_wide_C))`` over the
   runs of ``C`` elements the first writes (``bytes / (4 C)``; the second writes 64 times
   fewer): what a copy pays per run of its result's minor dim (0 without the groups);
@@ -79,6 +84,7 @@ class Coefficients:
     conv_naive_ns_per_flop: float = 0.0
     reduce_order_factor: float = 0.0
     copy_row_ns: float = 0.0
+    reduce_scalar_factor: float = 0.0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -88,7 +94,8 @@ class Coefficients:
                             self.reduce_slow, self.samples, round(self.reshape_standalone, 2),
                             round(self.inline_relayout, 2), self.reduce_min_extent,
                             round(self.conv_naive_ns_per_flop, 4),
-                            round(self.reduce_order_factor, 2), round(self.copy_row_ns, 2))
+                            round(self.reduce_order_factor, 2), round(self.copy_row_ns, 2),
+                            round(self.reduce_scalar_factor, 2))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -141,7 +148,17 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         conv_naive_ns_per_flop=_naive_convolution(samples),
         reduce_order_factor=_reduction_order(samples, bandwidth, cache_bandwidth),
         copy_row_ns=_copy_rows(samples),
+        reduce_scalar_factor=_scalar_rows(samples, bandwidth, cache_bandwidth),
     )
+
+
+def _scalar_rows(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float) -> float:
+    """Extra passes of a ``maximum`` row reduction over an ``add`` one (module docstring)."""
+    times = {s.kind: s for s in samples if s.kind.startswith(("rowmax_", "row_"))}
+    extra = [(times[k].ns - times["row_" + k.split("_")[1]].ns)
+             / _pass_ns(times[k].bytes, bandwidth, cache_bandwidth)
+             for k in times if k.startswith("rowmax_") and "row_" + k.split("_")[1] in times]
+    return max(0.0, float(np.median(extra))) if extra else 0.0
 
 
 def _copy_rows(samples: Sequence[Sample]) -> float:

@@ -23,6 +23,7 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
 - ``column_R`` / ``row_R``: a sum over dim 0 of ``[R, N/R]`` (1 MiB of f32) laid out ``{1,0}``
   (the kept dim minor: each result element reads ``R`` elements a row apart) or ``{0,1}``
   (the reduced dim minor), for ``R`` from 16 to 4096: where a column reduction turns slow;
+- ``rowmax_R``: the row form of ``column_R`` with a ``maximum`` combiner (not vectorized);
 - ``row_ordered`` / ``row_misordered``: a 3-D row reduction with the dim whose loop XLA:CPU
   vectorizes minor, or another reduced dim (:data:`ORDER_CASES`);
 - ``copy_rows_C`` / ``copy_wide_C``: ``f32[8,64,64,C]{2,3,1,0}`` copied with ``C`` (2-6
@@ -76,6 +77,11 @@ def _reducer(t: str) -> str:
     op = _ADD.get(t, "add")
     return (f"%sum {{\n  %a = {t}[] parameter(0)\n  %b = {t}[] parameter(1)\n"
             f"  ROOT %s = {t}[] {op}(%a, %b)\n}}\n")
+
+
+#: A ``maximum`` combiner named as :func:`_reducer`'s (LLVM leaves its row loop scalar).
+_MAX = ("%sum {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+        "  ROOT %s = f32[] maximum(%a, %b)\n}\n")
 
 
 def matrix_group(t: str, n: int, m: int) -> Group:
@@ -163,7 +169,8 @@ def reduction_group(extent: int, elements: int = 1 << 18) -> Group:
     n, m = extent, elements // extent
     out = f"f32[{m}]{{0}}"
     benches = []
-    for kind, layout in (("base", "{1,0}"), ("column", "{1,0}"), ("row", "{0,1}")):
+    for kind, layout in (("base", "{1,0}"), ("column", "{1,0}"), ("row", "{0,1}"),
+                         ("rowmax", "{0,1}")):
         p = f"f32[{n},{m}]{layout}"
         label = f"{kind}{extent}_f32_{n}x{m}"
         if kind == "base":
@@ -171,9 +178,10 @@ def reduction_group(extent: int, elements: int = 1 << 18) -> Group:
                     "ROOT %s = f32[1,1]{1,0} slice(%p), slice={[0:1], [0:1]}"]
             module = _module(label, [p], body, "f32[1,1]{1,0}")
         else:
-            body = [f"%p = {p} parameter(0)", "%z = f32[] constant(0)",
+            init, reducer = (("-inf", _MAX) if kind == "rowmax" else ("0", _reducer("f32")))
+            body = [f"%p = {p} parameter(0)", f"%z = f32[] constant({init})",
                     f"ROOT %r = {out} reduce(%p, %z), dimensions={{0}}, to_apply=%sum"]
-            module = _module(label, [p], body, out, _reducer("f32"))
+            module = _module(label, [p], body, out, reducer)
         benches.append(Bench(kind if kind == "base" else f"{kind}_{extent}", label, module,
                              n * m * 4, "f32"))
     return Group(f"f32[{n},{m}] reduce", tuple(benches))

@@ -78,7 +78,7 @@ note = "XLA:CPU's FFT requires dim-0-major (default) layouts (IsMonotonicWithDim
 op = "reduce"
 kind = "reduction_minor"
 hard = false
-params = {{ slow = "{c.reduce_slow}", read_factor = {c.reduce_read_factor}{extent_param}{order_param} }}
+params = {{ slow = "{c.reduce_slow}", read_factor = {c.reduce_read_factor}{extent_param}{order_param}{scalar_param} }}
 note = "XLA:CPU's unfused reduce runs one of the two forms (minor dim kept or reduced) slower{order_note}."
 '''
 
@@ -98,6 +98,9 @@ def target_toml(calibration: Calibration) -> str:
                                          if c.reduce_min_extent else ""),
                             extent_param=(f", min_extent = {c.reduce_min_extent}"
                                           if c.reduce_min_extent else ""),
+                            scalar_param=(f", scalar = [\"maximum\"], scalar_factor = "
+                                          f"{c.reduce_scalar_factor}"
+                                          if c.reduce_scalar_factor else ""),
                             order_param=(f", order_factor = {c.reduce_order_factor}, "
                                          f"unroll_extent = {UNROLL_EXTENT}, vectorized = [\"add\"]"
                                          if c.reduce_order_factor else ""),

@@ -230,9 +230,15 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
     if form == "kept" and extent < min_extent:
         return 0, ""  # each result element reads few strided elements: they stay in cache
     factor = float(rule.params.get("read_factor", 0.0))
+    scalar = ""
+    if combiner in rule.params.get("scalar", ()):
+        # The column form runs the same for every combiner; the row form is fast only where
+        # LLVM vectorizes it, so against a scalar row form the column one pays less.
+        factor = max(0.0, factor - float(rule.params.get("scalar_factor", 0.0)))
+        scalar = f", less the passes a scalar {combiner} row reduction pays itself"
     why = (f"the reduce's physically minor dim is {form}, the slow form"
            + (f" (each result element reads >= {min_extent} elements)" if min_extent else "")
-           + f": +{factor:g} pass(es) over the operand")
+           + f"{scalar}: +{factor:g} pass(es) over the operand")
     return int(factor * cm.target.pass_ns(physical_size_bytes(here))), why
 
 

@@ -168,3 +168,17 @@ def test_the_copy_row_cost_is_the_extra_time_per_run_of_the_minor_dim():
     assert _copy_rows(samples) == pytest.approx(1.5)
     assert _copy_rows([]) == 0.0
     assert fit(synthetic()).copy_row_ns == 0.0
+
+
+def test_the_scalar_row_factor_is_the_extra_passes_of_a_maximum_row_reduction():
+    from service.calibration.fit import _scalar_rows
+
+    one_pass = (1 << 20) / TRUE["bandwidth"]  # 1 MiB beyond the cache at this bandwidth
+    nbytes = 1 << 20
+    samples = []
+    for r, extra in ((16, 0.0), (256, 5.0), (1024, 5.0)):
+        samples += [Sample(f"row_{r}", nbytes, 1e4), Sample(f"rowmax_{r}", nbytes,
+                                                          1e4 + extra * one_pass)]
+    # cache bandwidth = bandwidth here, so a pass is the same either way: median of 0, 5, 5.
+    assert _scalar_rows(samples, TRUE["bandwidth"], TRUE["bandwidth"]) == pytest.approx(5.0)
+    assert _scalar_rows([], 1.0, 1.0) == 0.0
