@@ -77,20 +77,23 @@ WINDOWS_SHARE = 0.6
 #: A memory-limited core that is not annealed, whose tables hold at most PENALTY_ENTRIES
 #: entries (at most PENALTY_NODE_ENTRIES per node, no node above PENALTY_LABELS labels),
 #: first gets toulbar2's answers with bisected memory penalties (:mod:`solver.penalties`):
-#: PENALTY_WORK // entries rounds (between PENALTY_MIN_ROUNDS and PENALTY_MAX_ROUNDS) of
-#: PENALTY_SEARCH // entries backtracks each (between PENALTY_MIN_BACKTRACKS and
-#: PENALTY_MAX_BACKTRACKS), within PENALTY_SHARE of the time left (a safety net for a
-#: loaded machine). Denser cores (contest A, L, S: wide tables) took toulbar2 ten seconds
-#: and more a round (BENCHMARKS.md, Solver core). Up to 6M entries takes in contest cores
-#: R and T (5.1M and 5.3M entries, 10k and 16k nodes): six rounds of 100 backtracks take
-#: 28 and 38 CPU seconds there and end 7.7 and 9.4 % below the heuristic's answer
-#: (1.133 and 1.039 of the best published); the window search gained 0.04 and 6.5 % in
-#: 36 and 30 s.
+#: PENALTY_ROUNDS rounds of PENALTY_SEARCH // entries backtracks each (between
+#: PENALTY_MIN_BACKTRACKS and PENALTY_MAX_BACKTRACKS), within PENALTY_SHARE of the time
+#: left (a safety net for a loaded machine). Denser cores (contest A, L, S: wide tables)
+#: took toulbar2 ten seconds and more a round (BENCHMARKS.md, Solver core). Up to 6M
+#: entries takes in contest cores R and T (5.1M and 5.3M entries, 10k and 16k nodes):
+#: six rounds of 100 backtracks take 28 and 38 CPU seconds there and end 7.7 and 9.4 %
+#: below the heuristic's answer (1.133 and 1.039 of the best published); the window
+#: search gained 0.04 and 6.5 % in 36 and 30 s. So cores above PENALTY_LARGE_ENTRIES get
+#: PENALTY_LARGE_ROUNDS. On contest U and N (3.8M and 3.4M entries) the weights settle
+#: late (U's first four answers break the limit): rounds 7-12 took U from 4.1e9 to
+#: 2.9e9, N from 221e9 to 215e9 (toulbar2 alone on their cores), more than the window
+#: search gains in that time; the dual bound that follows gets less time there.
 PENALTY_ENTRIES = 6_000_000
 PENALTY_NODE_ENTRIES = 2_000
 PENALTY_LABELS = 512
-PENALTY_WORK = 24_000_000
-PENALTY_MIN_ROUNDS, PENALTY_MAX_ROUNDS = 6, 12
+PENALTY_ROUNDS = 12
+PENALTY_LARGE_ENTRIES, PENALTY_LARGE_ROUNDS = 4_000_000, 6
 PENALTY_SEARCH = 300_000_000
 PENALTY_MIN_BACKTRACKS, PENALTY_MAX_BACKTRACKS = 100, 2_000
 PENALTY_SHARE = 0.8
@@ -349,10 +352,10 @@ def _penalised(core: Problem) -> bool:
 def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps) -> Answer:
     """``start``, or the cheaper answer of toulbar2 with bisected memory penalties."""
     entries = max(1, _table_entries(core))
-    rounds = min(PENALTY_MAX_ROUNDS, max(PENALTY_MIN_ROUNDS, PENALTY_WORK // entries))
     backtracks = min(PENALTY_MAX_BACKTRACKS,
                      max(PENALTY_MIN_BACKTRACKS, PENALTY_SEARCH // entries))
     cut = time.perf_counter() + PENALTY_SHARE * max(0.0, deadline - time.perf_counter())
+    rounds = PENALTY_ROUNDS if entries <= PENALTY_LARGE_ENTRIES else PENALTY_LARGE_ROUNDS
     found = penalty_search(core, rounds, backtracks, deadline=cut)
     laps.lap("penalties")
     answer = None if found is None else _feasible(core, found[0])
