@@ -190,6 +190,9 @@ def _checked_edges(nodes: list[np.ndarray], edges: Iterable[tuple[int, int, obje
                    ) -> list[Edge]:
     checked: list[Edge] = []
     n = len(nodes)
+    # One frozen copy per distinct int64 table object (the layers of a model share their
+    # tables), kept with the object so that its id is not reused while this runs.
+    copies: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for k, item in enumerate(edges):
         u, v, table = (item.u, item.v, item.costs) if isinstance(item, Edge) else item
         # The common case checked inline; the message is made only for an error.
@@ -199,8 +202,13 @@ def _checked_edges(nodes: list[np.ndarray], edges: Iterable[tuple[int, int, obje
         if u == v:
             raise ProblemError(f"edge {k} ({u}, {v}): joins a node to itself")
         if type(table) is np.ndarray and table.dtype == np.int64 and table.ndim == 2:
-            costs = table.copy()
-            costs.flags.writeable = False
+            found = copies.get(id(table))
+            if found is None:
+                costs = table.copy()
+                costs.flags.writeable = False
+                copies[id(table)] = (table, costs)
+            else:
+                costs = found[1]
         else:
             costs = _frozen_array(table, f"edge {k} ({u}, {v})", 2)
         if costs.shape != (len(nodes[u]), len(nodes[v])):
@@ -212,7 +220,8 @@ def _checked_edges(nodes: list[np.ndarray], edges: Iterable[tuple[int, int, obje
     # The cost range of all tables at once (one pass instead of two per table);
     # the first offending table is named.
     if checked:
-        flat = np.concatenate([e.costs.ravel() for e in checked])
+        distinct = {id(e.costs): e.costs for e in checked}
+        flat = np.concatenate([costs.ravel() for costs in distinct.values()])
         if flat.size and (flat.min() < 0 or flat.max() > FORBIDDEN):
             for k, e in enumerate(checked):
                 if e.costs.size and (e.costs.min() < 0 or e.costs.max() > FORBIDDEN):
