@@ -26,7 +26,7 @@ import signal
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-__all__ = ["Beside", "NotBeside", "beside"]
+__all__ = ["Beside", "NotBeside", "beside", "core_free"]
 
 T = TypeVar("T")
 
@@ -89,6 +89,18 @@ def beside(work: Callable[[], T]) -> Beside[T]:
             os._exit(0)
     os.close(write)
     return Beside(pid, read, None)
+
+
+def core_free() -> bool:
+    """Whether a core is idle now: the one-minute load average (this process included)
+    is below the number of cores by half a core or more. A child beside the caller on a
+    machine with no idle core only splits the caller's share of it: on a shared 2-core
+    machine (load 6-9) a 96-layer assignment took 62 s with its seeds beside, 36 s
+    without (its time-bounded reductions ran out of time)."""
+    try:
+        return os.getloadavg()[0] <= (os.cpu_count() or 1) - 0.5
+    except (OSError, AttributeError):
+        return False
 
 
 def _done(work: Callable[[], T]) -> Beside[T]:

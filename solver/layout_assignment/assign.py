@@ -52,7 +52,7 @@ from solver.layout_assignment.options import AssignOptions, EntryLayout
 from solver.layout_assignment.plan import InsertedCopy, plan_for
 from solver.layout_assignment.shared_copies import improve, true_cost
 from solver.options import SolveOptions
-from solver.beside import NotBeside, beside
+from solver.beside import NotBeside, beside, core_free
 from solver.reductions import Reduction
 from solver.parts import reduce_for_parts, solve_in_parts
 from solver.problem import Problem, Solution, Status
@@ -165,9 +165,9 @@ OPTIONAL_STEP_S = 0.2
 
 
 #: Modules of at least this many instructions solve their seeds in a child process while
-#: the exact problem is stated and reduced (:func:`solver.beside.beside`); smaller ones
-#: take a second or less for both, less than what the fork and the result's way back
-#: would save.
+#: the exact problem is stated and reduced (:func:`solver.beside.beside`), when a core is
+#: idle (:func:`solver.beside.core_free`); smaller ones take a second or less for both,
+#: less than what the fork and the result's way back would save.
 BESIDE_INSTRUCTIONS = 5_000
 #: ... and only with at least this many seconds left.
 BESIDE_S = 2.0
@@ -319,7 +319,7 @@ def _assign(module: Module, target: str | Target, options: AssignOptions,
     tracker.heard(best=min(runs.estimated().values()))
     tracker.enter("relaxed problem")
     stated = None
-    if instructions >= BESIDE_INSTRUCTIONS and budget.left() > BESIDE_S:
+    if instructions >= BESIDE_INSTRUCTIONS and budget.left() > BESIDE_S and core_free():
         # The seeds in a child process, the exact problem stated and reduced here
         # meanwhile: neither needs the other (the same answers as one after the other).
         pending = beside(lambda: _seed_solutions(compiled, options, budget))

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from solver.beside import NotBeside, beside
+from solver.beside import NotBeside, beside, core_free
 from solver.errors import AssignmentError
 
 
@@ -46,3 +46,11 @@ def test_a_child_that_dies_says_so() -> None:
 def test_a_result_that_cannot_be_pickled_says_so() -> None:
     with pytest.raises(NotBeside, match="not picklable"):
         beside(lambda: (lambda: 0)).result()
+
+
+def test_a_core_is_free_only_below_the_core_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.4, 0.0, 0.0))
+    assert core_free()
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 0.0, 0.0))
+    assert not core_free()

@@ -22,6 +22,7 @@ def test_seeds_beside_give_the_answer_of_one_after_the_other(
     alone = assign(module, target, options)
     assert "seeds_wait" not in alone.timings_ms
     monkeypatch.setattr(assign_module, "BESIDE_INSTRUCTIONS", 0)
+    monkeypatch.setattr(assign_module, "core_free", lambda: True)
     overlapped = assign(module, target, options)
     assert "seeds_wait" in overlapped.timings_ms
     assert alone.status == overlapped.status == "OPTIMAL"
