@@ -82,8 +82,8 @@ WINDOWS_SHARE = 0.6
 #: left (a safety net for a loaded machine). Denser cores (contest A, L, S: wide tables)
 #: took toulbar2 ten seconds and more a round (BENCHMARKS.md, Solver core). Up to 6M
 #: entries takes in contest cores R and T (5.1M and 5.3M entries, 10k and 16k nodes):
-#: six rounds of 100 backtracks take 28 and 38 CPU seconds there and end 7.7 and 9.4 %
-#: below the heuristic's answer (1.133 and 1.039 of the best published); the window
+#: six rounds of 100 backtracks take 26 and 34 CPU seconds there and end 7.7 and 9.4 %
+#: below the heuristic's 20-s answer (1.133 and 1.039 of the best published); the window
 #: search gained 0.04 and 6.5 % in 36 and 30 s. So cores above PENALTY_LARGE_ENTRIES get
 #: PENALTY_LARGE_ROUNDS. On contest U and N (3.8M and 3.4M entries) the weights settle
 #: late (U's first four answers break the limit): rounds 7-12 took U from 4.1e9 to
