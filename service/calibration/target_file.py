@@ -109,7 +109,10 @@ def target_toml(calibration: Calibration) -> str:
                                         f"or the one before it when the last has at most "
                                         f"{UNROLL_EXTENT} elements and is unrolled) "
                                         f"{c.reduce_order_factor} extra passes"
-                                        if c.reduce_order_factor else ""))
+                                        if c.reduce_order_factor else "")
+                            + (f"; a maximum column reduction {c.reduce_scalar_factor} passes "
+                               "less (its row form runs scalar)"
+                               if c.reduce_scalar_factor else ""))
     return text + "\n" + _measurements(calibration)
 
 
