@@ -12,6 +12,7 @@ the answer worse, and every accepted answer is feasible for the whole problem.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -81,6 +82,11 @@ def _window_problem(problem: Problem, nodes: list[int], labels: np.ndarray, inde
         array.flags.writeable = False
     return Problem(unary=tuple(unary), edges=tuple(edges), memory=tuple(memory),
                    fixed_memory=tuple(fixed), memory_limit=problem.memory_limit)
+
+
+def fixed_problem(problem: Problem, nodes: list[int], labels: Sequence[int]) -> Problem:
+    """The problem on ``nodes`` (in that order) with every other node fixed at ``labels``."""
+    return _window_problem(problem, nodes, np.asarray(labels, np.int64), _Index.build(problem))
 
 
 def _window_memory(problem: Problem, inside: dict[int, int], labels: np.ndarray,

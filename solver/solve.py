@@ -101,6 +101,15 @@ PENALTY_SHARE = 0.8
 #: largest cores its last seconds gain about 1 % (contest T: 793e9 after 6 s, 783e9
 #: after 20 s), time the penalty rounds need.
 PENALTY_HEURISTIC_SECONDS = 8.0
+#: A core searched in windows that the penalty search does not take for its wide nodes
+#: gets it with the nodes of more than PENALTY_FIXED_LABELS labels fixed at the start's
+#: labels: contest S (7 of its 6449 nodes, up to 853 labels) leaves 6442 nodes and 1.8M
+#: table entries, where 12 rounds end 5 % below the heuristic's answer (BENCHMARKS.md).
+PENALTY_FIXED_LABELS = 128
+
+
+#: A cost above every real one: the start that any found answer replaces.
+BAD_COST = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +294,7 @@ def _first_answer(reduction: Reduction, hint: Sequence[int] | None, quick: Answe
         laps.lap("hint")
         return hinted, first_ms
     budget = min(options.heuristic_time, max(0.0, (deadline - laps.mark) * 0.4))
-    if _penalised(core):
+    if _penalised(core) or (_wide(core) and not _modelled_whole(core, options)):
         budget = min(budget, PENALTY_HEURISTIC_SECONDS)
     before = time.perf_counter()
     guess = heuristic(core, budget)
@@ -311,6 +320,8 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
         return Search(start, 0, Status.OPTIMAL, first_ms)
     if start is not None and _penalised(core):
         start = _penalty_searched(core, start, deadline, laps)
+    elif start is not None and not _modelled_whole(core, options):
+        start = _narrowed_penalty_searched(core, start, deadline, laps)
     if start is not None and not _modelled_whole(core, options):
         return _window_search(core, start, first_ms, options, deadline, laps, report)
     if model is None and not _modelled_whole(core, options):
@@ -359,6 +370,34 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps)
     found = penalty_search(core, rounds, backtracks, deadline=cut)
     laps.lap("penalties")
     answer = None if found is None else _feasible(core, found[0])
+    return answer if answer is not None and answer.cost < start.cost else start
+
+
+def _wide(core: Problem) -> bool:
+    """A memory-limited core (no ties) with a node of more than PENALTY_FIXED_LABELS labels."""
+    return (core.memory_limit is not None and bool(core.memory) and not core.ties
+            and max(map(len, core.unary), default=0) > PENALTY_FIXED_LABELS)
+
+
+def _narrowed_penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps
+                               ) -> Answer:
+    """``start``, or the cheaper answer of the penalty search on ``core`` with its nodes
+    of more than PENALTY_FIXED_LABELS labels fixed at ``start``'s labels (when that
+    leaves a core the penalty search takes)."""
+    if not _wide(core):
+        return start
+    nodes = [v for v in range(core.num_nodes) if core.label_count(v) <= PENALTY_FIXED_LABELS]
+    narrow = lns.fixed_problem(core, nodes, start.labels)
+    if not _penalised(narrow):
+        return start
+    found = _penalty_searched(narrow, Answer(tuple(start.labels[v] for v in nodes), BAD_COST),
+                              deadline, laps)
+    if found.cost == BAD_COST:
+        return start
+    labels = list(start.labels)
+    for v, label in zip(nodes, found.labels):
+        labels[v] = label
+    answer = _feasible(core, tuple(labels))
     return answer if answer is not None and answer.cost < start.cost else start
 
 

@@ -96,3 +96,40 @@ def test_no_round_starts_that_would_end_past_the_deadline(monkeypatch) -> None:
     got = penalty_search(problem, rounds=6, deadline=time.perf_counter() + 1.0)
     assert len(calls) == 1
     assert got is not None and got[1] in (3, 5)
+
+
+def test_wide_nodes_fixed_keep_their_labels_and_the_limit(monkeypatch) -> None:
+    # With the nodes of more than 2 labels fixed at the start's labels, the penalty
+    # search's answer keeps those labels, keeps every rule and the limit (checked by
+    # the oracle's own evaluation), and costs at most the start.
+    import time
+
+    import solver.solve as solve_module
+    from solver.laps import Laps
+    from solver.solve import Answer, _narrowed_penalty_searched
+
+    monkeypatch.setattr(solve_module, "PENALTY_FIXED_LABELS", 2)
+    tried = moved = 0
+    for seed in range(40):
+        rng = np.random.default_rng(9300 + seed)
+        raw = _binding_raw(rng)
+        if raw is None or max(len(u) for u in raw.unary) <= 2:
+            continue
+        problem = build(raw)
+        start = brute_force(raw)
+        if start is None:
+            continue
+        # The start: the optimum's labels on the wide nodes, the smallest usage elsewhere.
+        labels = [int(x) if len(u) > 2 else int(np.argmin(raw.memory[n][3]))
+                  for n, (x, u) in enumerate(zip(start[1], raw.unary))]
+        cost = cost_of(raw, labels)
+        if cost is None:
+            continue
+        tried += 1
+        got = _narrowed_penalty_searched(problem, Answer(tuple(labels), cost),
+                                         time.perf_counter() + 60, Laps())
+        assert cost_of(raw, got.labels) == got.cost <= cost, f"seed {seed}"
+        assert got.cost >= start[0]
+        assert all(a == b for a, b, u in zip(got.labels, labels, raw.unary) if len(u) > 2)
+        moved += got.cost < cost
+    assert tried >= 8 and moved >= 1
