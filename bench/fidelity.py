@@ -383,12 +383,18 @@ def _summary(results: list[dict]) -> dict:
     differ = [o for r, o in zip(done, ours)
               if o["predicted_ns"] != r["variants"]["xla"]["predicted_ns"]]
     agree = total = 0
-    for o in ours:
+    disagree = []
+    for r, o in zip(done, ours):
         p, m = o.get("predicted_ratio"), o["ratio"]["median"]
         if p is None or (abs(p - 1) <= 0.03 and abs(m - 1) <= 0.03):
             continue
         total += 1
         agree += (p - 1) * (m - 1) > 0
+        if (p - 1) * (m - 1) <= 0:
+            band = r["band"]
+            disagree.append((r["module"], round(p, 3), m, None if band is None else round(band, 3),
+                             "measured within its A/A band" if band and within(m, 1.0, band)
+                             else "measured beyond its A/A band"))
     beyond = [(r, o) for r, o in zip(done, ours)
               if r["band"] is not None and not within(o["ratio"]["median"], 1.0, r["band"])]
     pairs = [r["pairs_resolved"] for r in done if r.get("pairs_resolved")]
@@ -426,6 +432,7 @@ def _summary(results: list[dict]) -> dict:
         "total_ms_ours": sum(o["median_ms"] for o in ours),
         "total_ms_xla": sum(r["variants"]["xla"]["median_ms"] for r in done),
         "sign_agreement": f"{agree}/{total}",
+        "sign_disagreements": disagree,
         "outputs_all_match": all(row.get("outputs_match", True) for r in done
                                  for row in r["variants"].values() if row["median_ms"]),
     }
