@@ -232,6 +232,8 @@ def improve_shifted(problem: Problem, labels: tuple[int, ...], deadline: float,
     after annealing): 2422996 -> 1866414 in about 40 windows of 30 nodes
     (BENCHMARKS.md, Solver core)."""
     current = np.array(labels, np.int64)
+    if problem.num_nodes == 0:
+        return tuple(labels), 0
     index = _Index.build(problem)
     work = window_time * WORK_PER_SECOND
     if options.deterministic_time is not None:
