@@ -157,7 +157,7 @@ def analyze_buffers(module: Module) -> BufferAnalysis:
     buffers: list[Buffer] = []
     position_buffer: dict[Position, int] = {}
     seen: dict[Position, int] = {}
-    for pos, root in roots:
+    for _, root in roots:
         if root in seen:
             continue
         members = tuple(groups[root])
