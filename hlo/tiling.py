@@ -379,7 +379,60 @@ def is_untiled_layout(shape: ArrayShape) -> bool:
     ``f32[24,128]{1,0:T(8,128)}`` -> True; ``f32[2,3,4]{2,1,0:T(8,128)}`` -> False.
     """
     plan = tiling_plan(shape)
-    return all(_step_is_reshape(s) for s in plan.steps) and plan.element_count == shape.element_count
+    if plan.element_count != shape.element_count:
+        return False
+    if shape.element_count == 0 or all(_step_is_reshape(s) for s in plan.steps):
+        return True
+    # A step that moves elements may be undone by a later one (T(3,*,1)(3,*,1) on
+    # f32[1,3,3]{0,1,2}): follow every element's digits through all the steps.
+    in_order = _digits_in_order(plan)
+    if in_order is not None:
+        return in_order
+    if shape.element_count > MAX_OFFSET_ELEMENTS:
+        return False  # undecided without listing offsets: treated as tiled (a copy, never a wrong bitcast)
+    return bool(np.array_equal(physical_offsets(shape), physical_offsets(untiled(shape))))
+
+
+#: One digit of a physical dim: (physical dim, stride within it, size).
+_Digit = tuple[int, int, int]
+
+
+def _digits_in_order(plan: TilingPlan) -> bool | None:
+    """Whether the tiled order is the untiled one, found by splitting each physical dim
+    into the digits the tiles cut it into; None when a tile cuts a digit unevenly."""
+    dims: list[list[_Digit]] = [[(i, 1, d)] for i, d in enumerate(plan.physical_dims)]
+    for step in plan.steps:
+        dims = [[] for _ in range(step.prepended)] + dims
+        outer: list[list[_Digit]] = []
+        inner: list[list[_Digit]] = []
+        for group, t in zip(step.groups, step.tile):
+            cut = _split_digits([digit for g in group for digit in dims[g]], t)
+            if cut is None:
+                return None
+            outer.append(cut[0])
+            inner.append(cut[1])
+        dims = dims[: step.head] + outer + inner
+    flat = [digit for dim in dims for digit in dim if digit[2] != 1]
+    return flat == sorted(flat, key=lambda digit: (digit[0], -digit[1]))
+
+
+def _split_digits(digits: list[_Digit], t: int) -> tuple[list[_Digit], list[_Digit]] | None:
+    """``digits`` (major to minor) split into the outer part and the ``t`` minor elements."""
+    rest, low = list(digits), []
+    while t > 1:
+        if not rest:
+            return None
+        dim, stride, size = rest.pop()
+        if t % size == 0:
+            low.insert(0, (dim, stride, size))
+            t //= size
+        elif size % t == 0:
+            rest.append((dim, stride * t, size // t))
+            low.insert(0, (dim, stride, t))
+            t = 1
+        else:
+            return None
+    return rest, low
 
 
 def untiled(shape: ArrayShape) -> ArrayShape:

@@ -115,6 +115,17 @@ def test_byte_sizes(shape: ArrayShape) -> None:
     assert padding_bytes(shape) == -(-buf.size * bits // 8) - (-(-shape.element_count * bits // 8))
 
 
+def test_tiles_that_undo_each_other_leave_the_layout_untiled() -> None:
+    # Each T(3,*,1) moves elements of f32[1,3,3]{0,1,2}; the second moves them back.
+    shape = ArrayShape("f32", (1, 3, 3), Layout((0, 1, 2), tiles=(Tile((3, COMBINED, 1)),) * 2))
+    plain = shape.with_layout(shape.effective_layout().without_tiles())
+    assert np.array_equal(oracle_buffer(shape), oracle_buffer(plain))
+    assert is_untiled_layout(shape)
+    once = shape.with_layout(Layout((0, 1, 2), tiles=(Tile((3, COMBINED, 1)),)))
+    assert not np.array_equal(oracle_buffer(once), oracle_buffer(plain))
+    assert not is_untiled_layout(once)
+
+
 @SETTINGS
 @given(array_shapes(allow_properties=False))
 def test_is_untiled_layout_matches_untiled_buffer(shape: ArrayShape) -> None:
