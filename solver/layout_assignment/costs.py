@@ -194,4 +194,4 @@ def _rows(dst: ArrayShape) -> int:
     """How many runs of its physically minor (non-trivial) dim a relayout writes: the
     iterations of the loop around its innermost one."""
     minor = _nontrivial(dst)
-    return dst.element_count // dst.dims[minor[0]] if minor else 0
+    return dst.element_count // dst.dims[minor[0]] if minor and dst.element_count else 0

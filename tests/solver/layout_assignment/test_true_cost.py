@@ -4,10 +4,12 @@ per value and layout): brute force over every candidate combination is the oracl
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 
 from hlo.parser import parse_module
+from hlo.shape import ArrayShape, Layout
 from hlo.passes.apply_layouts import apply_layouts
 from hlo.target import load_target
 from solver.layout_assignment.assign import assign, score
@@ -148,3 +150,24 @@ def test_local_search_only_lowers_the_true_cost_and_is_deterministic():
         assert improved == improve(compiled, labels)[0]
         assert costs[improved] <= costs[labels]
         assert (moves > 0) == (costs[improved] < costs[labels])
+
+
+@pytest.mark.parametrize("target", ["cpu", "gpu", "tpu", "ascend"])
+def test_relayout_of_an_empty_array_costs_only_the_fixed_overhead(target: str) -> None:
+    # Nothing moves: no bytes, no runs of a minor dim (a zero-size minor dim once
+    # divided the element count by zero).
+    t = load_target(target)
+    cm = CostModel(t)
+    for dims in ((0, 4), (4, 0), (0, 3, 5)):
+        src = ArrayShape("f32", dims, Layout(tuple(reversed(range(len(dims))))))
+        dst = ArrayShape("f32", dims, Layout(tuple(range(len(dims)))))
+        ns, _ = cm.conversion(src, "", dst, "")
+        assert ns == math.ceil(t.copies.fixed_ns), (target, dims)
+
+
+def test_assign_transposes_an_empty_array() -> None:
+    module = parse_module(
+        "HloModule m\n\nENTRY e {\n  p = f32[0,4]{1,0} parameter(0)\n"
+        "  ROOT t = f32[4,0]{1,0} transpose(p), dimensions={1,0}\n}\n")
+    result = assign(module, "cpu", AssignOptions(time_limit_s=5))
+    assert result.status == "OPTIMAL"
