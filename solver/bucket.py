@@ -38,7 +38,7 @@ import numpy as np
 from solver.conditioning import connected_pieces
 from solver.problem import FORBIDDEN, Problem
 
-__all__ = ["eliminate", "elimination_order", "hub_pieces", "Piece", "MAX_ENTRIES", "MAX_WORK",
+__all__ = ["eliminate", "elimination_order", "hub_nodes", "hub_pieces", "Piece", "MAX_ENTRIES", "MAX_WORK",
            "HUB_DEGREE"]
 
 #: The largest table (entries) elimination may make: 8 MB of costs.
@@ -189,11 +189,7 @@ def eliminate(problem: Problem, max_entries: int = MAX_ENTRIES, max_work: int = 
     (``None``)."""
     if problem.ties or problem.memory or problem.fixed_memory:
         return None
-    degree = [0] * problem.num_nodes
-    for e in problem.edges:
-        degree[e.u] += 1
-        degree[e.v] += 1
-    hubs = [n for n in range(problem.num_nodes) if degree[n] >= HUB_DEGREE]
+    hubs = hub_nodes(problem, HUB_DEGREE)
     if hubs:
         found = _by_pieces(problem, hubs, max_entries, max_work)
         if found is not None:
@@ -224,6 +220,15 @@ class Piece:
             parts.append(np.array([len(scope), *scope], np.int64).tobytes())
             parts.append(np.ascontiguousarray(costs).tobytes())
         return b"".join(parts)
+
+
+def hub_nodes(problem: Problem, hub_degree: int) -> list[int]:
+    """The nodes with at least ``hub_degree`` edges, in node order."""
+    degree = [0] * problem.num_nodes
+    for e in problem.edges:
+        degree[e.u] += 1
+        degree[e.v] += 1
+    return [n for n in range(problem.num_nodes) if degree[n] >= hub_degree]
 
 
 def hub_pieces(problem: Problem, hubs: list[int]) -> list[Piece]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.bucket import HUB_DEGREE, hub_pieces
+from solver.bucket import HUB_DEGREE, hub_nodes, hub_pieces
 from solver.problem import FORBIDDEN, Problem, make_problem
 
 __all__ = ["Folded", "fold"]
@@ -80,11 +80,7 @@ def fold(problem: Problem, hub_degree: int = HUB_DEGREE) -> Folded | None:
     :data:`FORBIDDEN`."""
     if problem.ties or problem.memory or problem.fixed_memory:
         return None
-    degree = [0] * problem.num_nodes
-    for e in problem.edges:
-        degree[e.u] += 1
-        degree[e.v] += 1
-    hubs = [n for n in range(problem.num_nodes) if degree[n] >= hub_degree]
+    hubs = hub_nodes(problem, hub_degree)
     if not hubs:
         return None
     groups: dict[tuple[bytes, tuple[int, ...]], list] = {}

@@ -192,23 +192,34 @@ def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options:
         if not nodes:
             start = 0 if start + window >= n else start + step
             continue
-        sub = _window_problem(problem, nodes, current, index)
-        hint = tuple(int(current[v]) for v in nodes)
-        try:
-            built = cpsat.build_model(sub, hint, deadline)
-        except BuildTimeout:
+        if _window_solved(problem, nodes, current, index, deadline, budget, window_time) is None:
             break
-        limit = min(WALL_FACTOR * window_time, deadline - time.perf_counter())
-        if limit <= 0.05:
-            break
-        raw = cpsat.solve_model(built, budget, limit)
         solved += 1
-        before = evaluate(sub, hint)
-        if raw.labels is not None and before is not None and raw.objective < before:
-            current[nodes] = raw.labels
         start = 0 if start + window >= n else start + step
     # Each window was feasible in context, so the whole is; the caller re-checks it.
     return tuple(int(x) for x in current), solved
+
+
+def _window_solved(problem: Problem, nodes: list[int], current: np.ndarray, index: _Index,
+                   deadline: float, budget: SolveOptions, window_time: float) -> bool | None:
+    """CP-SAT on the window ``nodes``, the other nodes fixed at ``current``, which takes
+    the window's answer only when it is strictly cheaper in context. True when it did,
+    False when not, None when the window could not run before ``deadline``."""
+    sub = _window_problem(problem, nodes, current, index)
+    hint = tuple(int(current[v]) for v in nodes)
+    try:
+        built = cpsat.build_model(sub, hint, deadline)
+    except BuildTimeout:
+        return None
+    limit = min(WALL_FACTOR * window_time, deadline - time.perf_counter())
+    if limit <= 0.05:
+        return None
+    raw = cpsat.solve_model(built, budget, limit)
+    before = evaluate(sub, hint)
+    if raw.labels is not None and before is not None and raw.objective < before:
+        current[nodes] = raw.labels
+        return True
+    return False
 
 
 #: Shifted sweeps: a sweep's first window starts SHIFT_STRIDE nodes after the last
@@ -245,21 +256,11 @@ def improve_shifted(problem: Problem, labels: tuple[int, ...], deadline: float,
     solved, sweep, stale, start, gained = 0, 0, 0, 0, False
     while solved < windows and stale < STALE_SWEEPS and time.perf_counter() + 0.5 < deadline:
         nodes = list(range(start, min(n, start + window)))
-        sub = _window_problem(problem, nodes, current, index)
-        hint = tuple(int(current[v]) for v in nodes)
-        try:
-            built = cpsat.build_model(sub, hint, deadline)
-        except BuildTimeout:
+        gain = _window_solved(problem, nodes, current, index, deadline, budget, window_time)
+        if gain is None:
             break
-        limit = min(WALL_FACTOR * window_time, deadline - time.perf_counter())
-        if limit <= 0.05:
-            break
-        raw = cpsat.solve_model(built, budget, limit)
         solved += 1
-        before = evaluate(sub, hint)
-        if raw.labels is not None and before is not None and raw.objective < before:
-            current[nodes] = raw.labels
-            gained = True
+        gained = gained or gain
         if start + window < n:
             start += step
             continue
