@@ -167,30 +167,18 @@ def measure_module(name: str, args, compare_target) -> dict:
         rows[label] = row
     ran = [lab for lab in labels
            if rows[lab]["median_ms"] is not None and rows[lab]["predicted_ns"] is not None]
-    xla_ms = rows["xla"]["median_ms"]
-    for label in ran:
-        row = rows[label]
-        if xla_ms and row["predicted_ns"] is not None and rows["xla"]["predicted_ns"] is not None:
-            row["predicted_ratio"] = 1 + (row["predicted_ns"] - rows["xla"]["predicted_ns"]) / (
-                xla_ms * 1e6)
     xla_min = rows["xla"]["min_ms"]
     for label in ran:
         if xla_min:
             rows[label]["min_ratio"] = rows[label]["min_ms"] / xla_min
-    tau = kendall_tau([rows[lab]["predicted_ns"] for lab in ran],
-                      [rows[lab]["median_ms"] for lab in ran]) if len(ran) > 2 else None
-    tau_min = kendall_tau([rows[lab]["predicted_ns"] for lab in ran],
-                          [rows[lab]["min_ms"] for lab in ran]) if len(ran) > 2 else None
-    out = {"module": name, "unseen": name.startswith("unseen_"), "variants": rows, "tau": tau,
-           "tau_min": tau_min,
-           "same_as_xla": same_program(xla, ours.module), "assign_s": round(assign_s, 2),
-           "status": ours.status, "noise": run.noise().to_json() if run.noise() else None,
-           "semantics_refusal": semantics.refusal, "load": [load_before, load_after]}
+    out = _scored({"module": name, "unseen": name.startswith("unseen_"), "variants": rows,
+                   "same_as_xla": same_program(xla, ours.module), "assign_s": round(assign_s, 2),
+                   "status": ours.status, "noise": run.noise().to_json() if run.noise() else None,
+                   "semantics_refusal": semantics.refusal, "load": [load_before, load_after]})
     if compare_target is not None and len(ran) > 2 and all(
             rows[lab]["predicted_ns_compare"] is not None for lab in ran):
         out["tau_compare"] = kendall_tau([rows[lab]["predicted_ns_compare"] for lab in ran],
                                          [rows[lab]["median_ms"] for lab in ran])
-    out.update(noise_aware(out))
     return out
 
 

@@ -12,7 +12,7 @@ tables, those to the hubs included) times the group's size. It has the same opti
 (and every lower bound of it is one of the original's); an answer of it unfolds by
 giving every copy its representative's labels, at the same cost. A deep model's exact
 shared-copy problem on cpu is 48 identical layers on 29 two-label hubs (3,202 nodes):
-folded, 91 nodes.
+folded, 100 nodes.
 
 Example: hubs ``h`` and two identical pieces ``a - h`` and ``b - h`` with table ``t``
 fold to ``a' - h`` with table ``2 t``.

@@ -552,9 +552,9 @@ def _reshape_read_stride(src: ArrayShape, dst: ArrayShape) -> int:
     if not out:
         return 0
     step = int(np.prod(dst.dims[out[0] + 1:], dtype=np.int64))
-    index = np.unravel_index(step, src.dims) if step < src.element_count else None
-    if index is None:
+    if step >= src.element_count:
         return 0
+    index = np.unravel_index(step, src.dims)
     offset, stride = 0, max(1, element_bits(src.element_type) // 8)
     for d in src.effective_layout().minor_to_major:
         offset += int(index[d]) * stride
