@@ -194,7 +194,10 @@ class OpRule(_Frozen):
     reduction), whichever the backend runs slower, costs ``read_factor`` passes over the
     operand more than the other form; with ``min_extent`` (``kept`` only), a column reduction
     whose result elements each read fewer elements than that is not slow (its strided reads
-    stay in cache); with ``order_factor`` (``kept`` only), a row reduction whose physically
+    stay in cache); with ``wide_factor`` (``kept`` only), a column reduction reading its
+    elements at most ``narrow_stride`` bytes apart pays ``read_factor`` passes, one reading
+    them ``wide_stride`` bytes apart or more ``wide_factor``, in between by log2 of the
+    stride; with ``order_factor`` (``kept`` only), a row reduction whose physically
     minor dim is not the one whose loop the backend vectorizes costs that many passes more:
     XLA:CPU nests the loops of the reduced dims in their listed order, the last innermost, and
     an innermost loop of at most ``unroll_extent`` iterations is unrolled whole, leaving the

@@ -24,7 +24,11 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   prices it (at the cache's bandwidth when it fits) extra passes;
   ``reduce_min_extent`` is the smallest ``R`` from which on every ``e_R >= 1`` (below it a
   column reduction is as fast as a row one: its strided reads stay in cache), and
-  ``reduce_read_factor`` the median ``e_R`` from there (without the group: the 2-D fit above);
+  ``reduce_read_factor`` the median ``e_R`` from there over the ``R`` whose column form reads
+  at most :data:`NARROW_STRIDE` bytes apart (without the group: the 2-D fit above), and
+  ``reduce_wide_factor`` the median over those reading :data:`WIDE_STRIDE` bytes apart or
+  more (in between the model interpolates in log2 of the stride; either median is the one
+  over every slow ``R`` when no ``R`` reads that close or that far);
 - ``reduce_order_factor``: the median over groups of ``(t(row_misordered) - t(row_ordered))``
   (the samples pair up in order, one of each per group) over one pass of the operand as
   the model prices it: the extra passes a row reduction pays when its physically minor dim
@@ -85,6 +89,7 @@ class Coefficients:
     reduce_order_factor: float = 0.0
     copy_row_ns: float = 0.0
     reduce_scalar_factor: float = 0.0
+    reduce_wide_factor: float = 0.0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -95,7 +100,8 @@ class Coefficients:
                             round(self.inline_relayout, 2), self.reduce_min_extent,
                             round(self.conv_naive_ns_per_flop, 4),
                             round(self.reduce_order_factor, 2), round(self.copy_row_ns, 2),
-                            round(self.reduce_scalar_factor, 2))
+                            round(self.reduce_scalar_factor, 2),
+                            round(self.reduce_wide_factor, 2))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +136,8 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
     column = _slope(samples, "reduce_major", 0.0)
     bandwidth = 1.0 / copy
     cache_bandwidth = (max(bandwidth, 1.0 / cache_slope) if cache_slope > 0 else bandwidth)
-    read_factor, min_extent = _column_reductions(samples, bandwidth, cache_bandwidth)
+    read_factor, min_extent, wide_factor = _column_reductions(samples, bandwidth,
+                                                              cache_bandwidth)
     return Coefficients(
         bandwidth_gb_per_s=bandwidth,
         cache_bandwidth_gb_per_s=cache_bandwidth,
@@ -145,6 +152,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         reshape_standalone=max(1.0, _paired_ratio(samples, "reshape_moving", "copy_minor", fixed)),
         inline_relayout=max(1.0, _inline(samples, bandwidth, cache_bandwidth, minor / copy)),
         reduce_min_extent=min_extent,
+        reduce_wide_factor=wide_factor,
         conv_naive_ns_per_flop=_naive_convolution(samples),
         reduce_order_factor=_reduction_order(samples, bandwidth, cache_bandwidth),
         copy_row_ns=_copy_rows(samples),
@@ -234,18 +242,30 @@ def _pass_ns(nbytes: int, bandwidth: float, cache_bandwidth: float) -> float:
     return nbytes / (cache_bandwidth if nbytes <= CACHE_BYTES else bandwidth)
 
 
+#: Column reductions reading at most this many bytes apart pay ``reduce_read_factor``, from
+#: :data:`WIDE_STRIDE` on ``reduce_wide_factor`` (measured, not fitted: 7.7-9.3 extra passes
+#: from 128 to 512 bytes apart, 17 at 1 KiB, 28 at 2 KiB, 33-35 from 4 KiB on).
+NARROW_STRIDE = 512
+WIDE_STRIDE = 4096
+
+
 def _column_reductions(samples: Sequence[Sample], bandwidth: float,
-                       cache_bandwidth: float) -> tuple[float | None, int]:
-    """``(read_factor, min_extent)`` from the ``column_R``/``row_R`` pairs (``(None, 0)``
-    without them): see the module docstring."""
+                       cache_bandwidth: float) -> tuple[float | None, int, float]:
+    """``(read_factor, min_extent, wide_factor)`` from the ``column_R``/``row_R`` pairs
+    (``(None, 0, 0)`` without them): see the module docstring."""
     times = {s.kind: s for s in samples if s.kind.startswith(("column_", "row_"))}
     extents = sorted(int(k.split("_")[1]) for k in times if k.startswith("column_")
                      and f"row_{k.split('_')[1]}" in times)
     if not extents:
-        return None, 0
+        return None, 0, 0.0
     extra = {r: (times[f"column_{r}"].ns - times[f"row_{r}"].ns)
              / _pass_ns(times[f"column_{r}"].bytes, bandwidth, cache_bandwidth) for r in extents}
     slow = [r for r in extents if all(extra[q] >= 1.0 for q in extents if q >= r)]
     if not slow:
-        return 0.0, extents[-1] * 2
-    return float(np.median([extra[r] for r in slow])), slow[0]
+        return 0.0, extents[-1] * 2, 0.0
+    # [R, m] f32 reduced over dim 0 with dim 1 minor reads 4 m = bytes / R bytes apart.
+    narrow = [extra[r] for r in slow if times[f"column_{r}"].bytes // r <= NARROW_STRIDE]
+    wide = [extra[r] for r in slow if times[f"column_{r}"].bytes // r >= WIDE_STRIDE]
+    every = float(np.median([extra[r] for r in slow]))
+    return (float(np.median(narrow)) if narrow else every, slow[0],
+            float(np.median(wide)) if wide else every)

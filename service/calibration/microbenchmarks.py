@@ -22,7 +22,9 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
   with the input, the kernel or the result in another layout (``bytes`` is its flops here);
 - ``column_R`` / ``row_R``: a sum over dim 0 of ``[R, N/R]`` (1 MiB of f32) laid out ``{1,0}``
   (the kept dim minor: each result element reads ``R`` elements a row apart) or ``{0,1}``
-  (the reduced dim minor), for ``R`` from 16 to 4096: where a column reduction turns slow;
+  (the reduced dim minor), for ``R`` from 16 to 4096: where a column reduction turns slow,
+  and how slow by how far apart it reads (``4 N / R`` bytes: 4 KiB at ``R`` = 256 down to
+  256 bytes at 4096);
 - ``rowmax_R``: the row form of ``column_R`` with a ``maximum`` combiner (not vectorized);
 - ``row_ordered`` / ``row_misordered``: a 3-D row reduction with the dim whose loop XLA:CPU
   vectorizes minor, or another reduced dim (:data:`ORDER_CASES`);
@@ -160,7 +162,7 @@ def binary_group(t: str, n: int) -> Group:
 
 
 #: Reduced extents of the column/row reduction group (elements each result element reads).
-STRIDED_EXTENTS = (16, 64, 256, 1024, 4096)
+STRIDED_EXTENTS = (16, 64, 128, 256, 1024, 2048, 4096)
 
 
 def reduction_group(extent: int, elements: int = 1 << 18) -> Group:

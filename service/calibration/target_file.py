@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from service.calibration.fit import CACHE_BYTES
+from service.calibration.fit import CACHE_BYTES, NARROW_STRIDE, WIDE_STRIDE
 from service.calibration.run import Calibration
 
 #: The longest innermost reduction loop LLVM unrolls whole in XLA:CPU (measured: loops of 16,
@@ -78,7 +78,7 @@ note = "XLA:CPU's FFT requires dim-0-major (default) layouts (IsMonotonicWithDim
 op = "reduce"
 kind = "reduction_minor"
 hard = false
-params = {{ slow = "{c.reduce_slow}", read_factor = {c.reduce_read_factor}{extent_param}{order_param}{scalar_param} }}
+params = {{ slow = "{c.reduce_slow}", read_factor = {c.reduce_read_factor}{wide_param}{extent_param}{order_param}{scalar_param} }}
 note = "XLA:CPU's unfused reduce runs one of the two forms (minor dim kept or reduced) slower{order_note}."
 '''
 
@@ -95,7 +95,13 @@ def target_toml(calibration: Calibration) -> str:
                             cache_bytes=CACHE_BYTES,
                             extent_note=(f" when each result element reads at least "
                                          f"{c.reduce_min_extent} elements"
-                                         if c.reduce_min_extent else ""),
+                                         if c.reduce_min_extent else "")
+                            + (f" at most {NARROW_STRIDE} bytes apart, {c.reduce_wide_factor} "
+                               f"from {WIDE_STRIDE} bytes apart on (in between by log2 of "
+                               "the stride)" if c.reduce_wide_factor else ""),
+                            wide_param=(f", wide_factor = {c.reduce_wide_factor}, narrow_stride = "
+                                        f"{NARROW_STRIDE}, wide_stride = {WIDE_STRIDE}"
+                                        if c.reduce_wide_factor else ""),
                             extent_param=(f", min_extent = {c.reduce_min_extent}"
                                           if c.reduce_min_extent else ""),
                             scalar_param=(f", scalar = [\"maximum\"], scalar_factor = "

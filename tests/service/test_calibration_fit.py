@@ -51,13 +51,16 @@ def test_exact_samples_give_the_coefficients_back():
     assert c.reduce_min_extent == 0  # no column group: every column reduction is slow
 
 
-def column_group(slow_from: int, extra_passes: float) -> list[Sample]:
+def column_group(slow_from: int, extra_passes: float,
+                 wide_passes: float | None = None) -> list[Sample]:
     """Row and column reductions of 1 MiB: the column ones ``extra_passes`` slower from
-    ``slow_from`` reduced elements on, as fast below."""
+    ``slow_from`` reduced elements on, as fast below; with ``wide_passes``, those reading
+    4 KiB apart or more (``R`` <= 256) that much slower instead."""
     out = []
     for r in (16, 64, 256, 1024, 4096):
         row = 1e5
-        column = row + (extra_passes * (1 << 20) / TRUE["bandwidth"] if r >= slow_from else -1e3)
+        passes = wide_passes if wide_passes is not None and (1 << 20) // r >= 4096 else extra_passes
+        column = row + (passes * (1 << 20) / TRUE["bandwidth"] if r >= slow_from else -1e3)
         out += [Sample(f"row_{r}", 1 << 20, row), Sample(f"column_{r}", 1 << 20, column)]
     return out
 
@@ -66,6 +69,14 @@ def test_the_column_group_gives_where_column_reductions_turn_slow_and_by_how_muc
     c = fit(synthetic() + column_group(256, 12.0))
     assert c.reduce_min_extent == 256
     assert c.reduce_read_factor == pytest.approx(12.0)
+
+
+def test_the_column_group_gives_the_passes_near_and_far_apart_separately():
+    # R = 4096 reads 256 bytes apart (near), R = 256 4 KiB (far), R = 1024 1 KiB (neither).
+    c = fit(synthetic() + column_group(256, 9.0, 33.0))
+    assert c.reduce_min_extent == 256
+    assert c.reduce_read_factor == pytest.approx(9.0)
+    assert c.reduce_wide_factor == pytest.approx(33.0)
 
 
 def test_a_column_group_that_is_never_slow_prices_no_column_reduction():
@@ -132,7 +143,8 @@ def test_the_written_target_file_loads_and_carries_the_coefficients(tmp_path):
     path.write_text(target_toml(dataclasses.replace(calibration, coefficients=with_extent)))
     rule = next(r for r in load_target(read_target_file(path)).op_rules
                 if r.kind == "reduction_minor")
-    assert rule.params == {"slow": "kept", "read_factor": 12.0, "min_extent": 256}
+    assert rule.params == {"slow": "kept", "read_factor": 12.0, "wide_factor": 12.0,
+                           "narrow_stride": 512, "wide_stride": 4096, "min_extent": 256}
 
 
 def test_the_reduction_order_factor_is_the_extra_passes_of_the_misordered_row_reduction(tmp_path):
