@@ -8,11 +8,15 @@ writes nothing.
 
     python3 bench/dual_bound.py [--limits 5,20] [--only A,K] [--no-memory]
     python3 bench/dual_bound.py --stages 100 [--only K,U]
+    python3 bench/dual_bound.py --only V --limits 2,5 --no-exact
 
 ``--stages N``: instead of time limits, N sweeps (the same work on any machine,
 so the numbers do not depend on the load) with the memory multipliers' first
 stage alone (the subgradient steps, as before the second stage existed) and
 with both stages (the default), each aimed at our cost as in the solver.
+
+``--no-exact``: the memory multipliers by subgradient steps alone, also where the
+memory rows are small enough for the exact (LP) multiplier steps.
 
 ``ours`` is the cost in ``bench/iopddl_results.json`` (the solver-core table of
 BENCHMARKS.md), ``winner`` the contest winner's published cost; gaps are
@@ -68,7 +72,13 @@ def main() -> None:
                         help="drop the memory rule instead of relaxing it with multipliers")
     parser.add_argument("--stages", type=int, default=0,
                         help="N sweeps with the first multiplier stage alone and with both")
+    parser.add_argument("--no-exact", action="store_true",
+                        help="no exact (LP) multiplier steps, whatever the rows' size")
     args = parser.parse_args()
+    if args.no_exact:
+        import solver.dual_bound as dual
+
+        dual.EXACT_ENTRIES = -1
     if args.stages:
         compare_stages(args.stages, {x for x in args.only.split(",") if x})
         return

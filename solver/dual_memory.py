@@ -24,11 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import linprog
+from scipy.sparse import coo_matrix
 
 from solver.problem import Problem
 
 #: Certified multipliers are multiples of ``2**-SHIFT`` (in scaled cost units).
 SHIFT = 20
+#: The exact multiplier step (:func:`exact_multipliers`) is taken when the memory rows
+#: have at most this many (use, check) entries: contest core V has 7.9k, U 10M, K 71M.
+EXACT_ENTRIES = 100_000
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -75,6 +80,11 @@ class MemoryRows:
     @property
     def checks(self) -> int:
         return len(self.cap)
+
+    @property
+    def entries(self) -> int:
+        """The (use, check) pairs where the use is live at the check."""
+        return int((self.last - self.first).sum())
 
     def penalties(self, q: np.ndarray, size: int) -> np.ndarray:
         """Per unary index, the added cost (float; for the search only)."""
@@ -156,3 +166,49 @@ def ascend_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarra
         else:
             break
     return q, step
+
+
+def exact_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray,
+                      time_limit: float) -> np.ndarray | None:
+    """The multipliers that maximize the node terms (:func:`node_part`) with the
+    messages fixed, or ``None`` (too many entries, see :data:`EXACT_ENTRIES`; the
+    LP unsolved within ``time_limit`` seconds, or infeasible).
+
+    The node terms are the Lagrangian dual of the LP that picks a distribution ``x``
+    over each memory node's labels, costs ``node``, under the memory rows; by LP
+    duality the rows' duals (HiGHS) maximize them. Each use's bytes are one variable
+    ``z = Σ usage · x`` (so a row sums the uses live at its check). Costs and usages
+    are normalized for the LP. Float: the bound is certified later, whatever the
+    LP's accuracy."""
+    if rows.entries > EXACT_ENTRIES or time_limit <= 0:
+        return None
+    sizes = np.diff(node_start)
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    nodes = np.unique(owner[rows.pair_slot])
+    slots = np.concatenate([np.arange(node_start[u], node_start[u + 1]) for u in nodes])
+    column = np.full(len(node), -1, np.int64)
+    column[slots] = np.arange(len(slots))
+    uses, labels = len(rows.first), len(slots)
+    span = rows.last - rows.first
+    check = np.repeat(rows.first, span) + np.arange(int(span.sum())) - np.repeat(
+        np.cumsum(span) - span, span)
+    live = coo_matrix((np.ones(len(check)), (check, labels + np.repeat(np.arange(uses), span))),
+                      shape=(rows.checks, labels + uses)).tocsr()
+    usage_scale = max(1.0, float(rows.pair_usage.max(initial=1)))
+    equal = coo_matrix(
+        (np.concatenate([np.ones(labels), -rows.pair_usage / usage_scale, np.ones(uses)]),
+         (np.concatenate([np.searchsorted(nodes, owner[slots]), len(nodes) + rows.pair_use,
+                          len(nodes) + np.arange(uses)]),
+          np.concatenate([np.arange(labels), column[rows.pair_slot],
+                          labels + np.arange(uses)]))),
+        shape=(len(nodes) + uses, labels + uses)).tocsr()
+    costs = node[slots] - np.repeat(np.minimum.reduceat(node, node_start[:-1])[nodes],
+                                    sizes[nodes])
+    cost_scale = max(1.0, float(costs.max(initial=1.0)))
+    result = linprog(np.concatenate([costs / cost_scale, np.zeros(uses)]), A_ub=live,
+                     b_ub=rows.cap / usage_scale, A_eq=equal,
+                     b_eq=np.concatenate([np.ones(len(nodes)), np.zeros(uses)]),
+                     bounds=(0, None), method="highs-ds", options={"time_limit": time_limit})
+    if result.status != 0:
+        return None
+    return np.maximum(0.0, -result.ineqlin.marginals) * (cost_scale / usage_scale)

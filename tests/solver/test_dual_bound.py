@@ -11,7 +11,8 @@ from oracle import BIG, Raw, brute_force, random_raw
 from test_reductions import build
 
 from solver.dual_bound import dual_bound, dual_bound_detail
-from solver.dual_memory import MemoryRows, ascend_multipliers, node_part
+import solver.dual_bound
+from solver.dual_memory import MemoryRows, ascend_multipliers, exact_multipliers, node_part
 from solver.problem import FORBIDDEN, Problem, make_problem, peak_memory
 
 
@@ -87,12 +88,17 @@ def test_memory_multipliers() -> None:
     assert dual_bound(problem, 30.0, sweeps=200) == 10
 
 
+@pytest.mark.parametrize("exact", [True, False])
 @pytest.mark.parametrize("block", range(2))
-def test_both_multiplier_stages_below_the_optimum(block: int) -> None:
+def test_both_multiplier_stages_below_the_optimum(block: int, exact: bool,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     # Loopy problems whose limit is one byte below the peak of the optimum without
     # the memory rule (so the rule binds): with 40 sweeps the subgradient stage gets
     # 20 and the alternating stage 20; the bound, certified at the better of their
-    # points, never exceeds the brute-force optimum with the memory rule.
+    # points, never exceeds the brute-force optimum with the memory rule. The same
+    # with exact (LP) multiplier steps, which these small rows take by default.
+    if not exact:
+        monkeypatch.setattr(solver.dual_bound, "EXACT_ENTRIES", -1)
     above_relaxed = tried = 0
     for seed in range(block * 60, block * 60 + 60):
         rng = np.random.default_rng(9100 + seed)
@@ -132,6 +138,10 @@ def test_multiplier_steps_never_lower_the_node_terms() -> None:
     after, _ = node_part(rows, node, start, q)
     assert before == 0 and 5 < after <= 16 / 3 + 1e-9
     assert dual_bound(problem, 30.0, sweeps=40) == 6
+    # The exact step finds the best multiplier (2/3 per byte) and so the LP's 16/3.
+    best = exact_multipliers(rows, node, start, 30.0)
+    assert best is not None and np.allclose(best, [2 / 3])
+    assert abs(node_part(rows, node, start, best)[0] - 16 / 3) < 1e-6
 
 
 @pytest.mark.parametrize("chain", [True, False])
