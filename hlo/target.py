@@ -156,7 +156,9 @@ class CopyCost(_Frozen):
     ``row_ns``: a relayout that moves data (a copy, a data-moving transpose or reshape) pays
     this many ns more per run of its result's physically minor dim (XLA:CPU's loop over the
     result pays per iteration of the loop around its innermost one: a copy to a 3-element
-    minor dim ran 2-4x the copy to a 64-element one moving the same bytes).
+    minor dim ran 2-4x the copy to a 64-element one moving the same bytes). A physically minor
+    dim of size 1 makes every element a run, also where the copy moves no element (its
+    layouts differ only in where size-1 dims sit): that loop runs once per element.
     """
 
     factor: float = Field(gt=0)

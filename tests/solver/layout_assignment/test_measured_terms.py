@@ -402,3 +402,29 @@ def test_a_maximum_column_reduction_pays_less_than_an_add_one():
     passes = column_passes(rule.params, 512 * 4) - rule.params["scalar_factor"]
     assert maximum.total == int(passes * cpu.pass_ns(256 * 512 * 4)) < add.total
     assert "scalar maximum row reduction" in maximum.terms[0].reason
+
+
+UNIT_MINOR_COPY = """HloModule u, entry_computation_layout={(f32[512,512,1]SRC)->f32[512,512,1]DST}
+ENTRY e {
+  p = f32[512,512,1]SRC parameter(0)
+  ROOT c = f32[512,512,1]DST copy(p)
+}
+"""
+
+
+def test_a_copy_to_a_size_1_minor_dim_pays_a_run_per_element():
+    # Measured: f32[512,512,1] copied from {1,2,0} to {2,1,0} (the same bytes in the same
+    # order) 0.386 ms, 1.47 ns per element; a plain copy 0.025; the other way round 0.025.
+    cpu = load_target("cpu")
+    plain = score(parse_module(UNIT_MINOR_COPY.replace("SRC", "{2,1,0}").replace(
+        "DST", "{2,1,0}")), cpu)
+    to_unit = score(parse_module(UNIT_MINOR_COPY.replace("SRC", "{1,2,0}").replace(
+        "DST", "{2,1,0}")), cpu)
+    from_unit = score(parse_module(UNIT_MINOR_COPY.replace("SRC", "{2,1,0}").replace(
+        "DST", "{1,2,0}")), cpu)
+    # A copy that moves no element: one pass read + written, as every plain copy is priced.
+    one_pass = cpu.pass_ns(2 * 512 * 512 * 4)
+    assert abs(from_unit.total - one_pass) <= 1
+    assert abs(to_unit.total - (one_pass + 512 * 512 * cpu.copies.row_ns)) <= 1
+    assert "a size-1 dim" in to_unit.terms[0].reason
+    assert plain.total <= from_unit.total
