@@ -128,11 +128,17 @@ class TransposeCost(_Frozen):
     as its own elementwise loop), against the copy moving the same bytes.
     ``standalone_min_stride``: ``standalone`` (``reshape_standalone``) applies only when the
     transpose's (reshape's) innermost loop (over its result's physically minor dim) reads its
-    operand this many bytes apart or more; closer reads cost what the copy costs (0: always
-    ``standalone``). ``standalone_full_stride``: from this stride on the full factor applies;
+    operand this many bytes apart or more; closer reads cost the copy (a 2-D transpose:
+    ``standalone_near`` times it) (0: always ``standalone``). ``standalone_full_stride``: from
+    this stride on the full factor applies;
     below it the factor scales with the stride (``factor x stride / full``, at least 1), as
     measured: 512 bytes apart 1.7x the copy, 1 KiB 2.5-4.5x, 2 KiB 7.7x (0: the full factor
-    from ``standalone_min_stride`` on).
+    from ``standalone_min_stride`` on; never less than ``standalone_near``).
+    ``standalone_near``: a standalone 2-D transpose (two dims with more than one element)
+    reading closer than ``standalone_min_stride`` costs this many times the copy (XLA:CPU:
+    1.1-1.5x XLA's bitcast transpose + copy from 32 KiB on; with a third dim 0.1-0.9x, so
+    those cost the copy; 1 where the two are the same), from ``standalone_near_min_bytes`` of
+    operand on (measured: 16 KiB 0.6-0.9x, so smaller ones cost the copy).
     """
 
     minor_moving: float = Field(gt=0)
@@ -142,6 +148,8 @@ class TransposeCost(_Frozen):
     reshape_standalone: float = Field(1.0, gt=0)
     standalone_min_stride: int = Field(0, ge=0)
     standalone_full_stride: int = Field(0, ge=0)
+    standalone_near: float = Field(1.0, gt=0)
+    standalone_near_min_bytes: int = Field(0, ge=0)
     #: The shared-memory staging of a ``minor_moving`` transpose (GPU), if any.
     shared_staging: SharedStaging | None = None
     note: str = ""

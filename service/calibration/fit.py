@@ -41,6 +41,10 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
 - ``copy_row_ns``: the median over ``C`` of ``(t(copy_rows_C) - t(copy_wide_C))`` over the
   runs of ``C`` elements the first writes (``bytes / (4 C)``; the second writes 64 times
   fewer): what a copy pays per run of its result's minor dim (0 without the groups);
+- ``standalone_near``: the median over shapes of ``t(near_S) / t(form_S)``: a standalone
+  2-D transpose whose innermost loop reads its operand close (fewer than ``standalone_min_stride``
+  bytes apart) against XLA's form of it, a bitcast transpose and a copy (1 without the
+  groups);
 - ``conv_naive_ns_per_flop``: the median of ``(t(conv_naive) - t(conv_default)) / flops``: a
   convolution with any array in another layout runs as a naive loop (XLA:CPU gives Eigen
   row-major convolutions only).
@@ -90,6 +94,7 @@ class Coefficients:
     copy_row_ns: float = 0.0
     reduce_scalar_factor: float = 0.0
     reduce_wide_factor: float = 0.0
+    standalone_near: float = 1.0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -101,7 +106,7 @@ class Coefficients:
                             round(self.conv_naive_ns_per_flop, 4),
                             round(self.reduce_order_factor, 2), round(self.copy_row_ns, 2),
                             round(self.reduce_scalar_factor, 2),
-                            round(self.reduce_wide_factor, 2))
+                            round(self.reduce_wide_factor, 2), round(self.standalone_near, 2))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -157,7 +162,16 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         reduce_order_factor=_reduction_order(samples, bandwidth, cache_bandwidth),
         copy_row_ns=_copy_rows(samples),
         reduce_scalar_factor=_scalar_rows(samples, bandwidth, cache_bandwidth),
+        standalone_near=_near_transposes(samples),
     )
+
+
+def _near_transposes(samples: Sequence[Sample]) -> float:
+    """A close-read standalone transpose over XLA's form of it (module docstring)."""
+    times = {s.kind: s.ns for s in samples if s.kind.startswith(("near_", "form_"))}
+    ratios = [ns / times["form_" + k[len("near_"):]] for k, ns in times.items()
+              if k.startswith("near_") and times.get("form_" + k[len("near_"):], 0) > 0]
+    return float(np.median(ratios)) if ratios else 1.0
 
 
 def _scalar_rows(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float) -> float:

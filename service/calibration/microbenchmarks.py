@@ -31,6 +31,10 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
 - ``copy_rows_C`` / ``copy_wide_C``: ``f32[8,64,64,C]{2,3,1,0}`` copied with ``C`` (1-6
   elements) or a 64-element dim as the result's minor dim: the same bytes, in runs of ``C``
   or of 64 elements (XLA:CPU's copy loop pays per run of its innermost loop);
+- ``form_S`` / ``near_S``: ``f32[n,m]{1,0}`` (``S`` = ``nxm``, ``m`` at most 128: the
+  innermost loop reads the operand fewer than :data:`NEAR_STRIDE` bytes apart) transposed to
+  ``[m,n]{1,0}`` in XLA's form (a transpose that is a bitcast, then a copy) and as one
+  standalone ``transpose``: what a standalone 2-D transpose costs where its reads are close;
 - ``dot_nn`` / ``dot_tn`` / ``dot_nt``: a square dot with row-major operands, or the lhs/rhs
   column-major;
 - ``slice``, ``concatenate``, ``pad``, ``broadcast``, ``bitcast_reshape``: recorded, not fitted.
@@ -278,6 +282,39 @@ def convolution_group(batch: int = 8, size: int = 32, features: int = 16) -> Gro
     return Group(f"conv {x}", tuple(benches))
 
 
+#: Operands of the close-read transpose groups: ``f32[n,m]``, the innermost loop of the
+#: transpose reading ``4m`` bytes apart.
+NEAR_SHAPES = ((256, 64), (1024, 64), (4096, 64), (512, 32), (2048, 32))
+#: The read stride below which the close-read groups' transposes lie (the target's
+#: ``standalone_min_stride``).
+NEAR_STRIDE = 512
+#: The smallest operand the close-read factor holds for (the groups' smallest is 64 KiB;
+#: measured at 16 KiB a standalone transpose ran 0.6-0.9x XLA's form); not fitted.
+NEAR_MIN_BYTES = 32768
+
+
+def near_transpose_group(n: int, m: int) -> Group:
+    """``f32[n,m]{1,0}`` transposed to ``[m,n]{1,0}`` as XLA writes it (``form``: a bitcast
+    transpose to ``{0,1}``, then a copy) and as a standalone ``transpose`` (``near``), with
+    a base module of the same parameter."""
+    p, out = f"f32[{n},{m}]{{1,0}}", f"f32[{m},{n}]{{1,0}}"
+    one = "f32[1,1]{1,0}"
+    bodies = {
+        "base": [f"%p = {p} parameter(0)", f"ROOT %s = {one} slice(%p), slice={{[0:1], [0:1]}}"],
+        "form": [f"%p = {p} parameter(0)",
+                 f"%t = f32[{m},{n}]{{0,1}} transpose(%p), dimensions={{1,0}}",
+                 f"ROOT %c = {out} copy(%t)"],
+        "near": [f"%p = {p} parameter(0)", f"ROOT %t = {out} transpose(%p), dimensions={{1,0}}"],
+    }
+    benches = []
+    for kind, body in bodies.items():
+        label = f"{kind}_f32_{n}x{m}"
+        result = one if kind == "base" else out
+        benches.append(Bench(kind if kind == "base" else f"{kind}_{n}x{m}", label,
+                             _module(label, [p], body, result), n * m * 4, "f32"))
+    return Group(f"f32[{n},{m}] transpose", tuple(benches))
+
+
 def groups(quick: bool = False) -> list[Group]:
     """Every group, smallest first; ``quick``: one dtype and the two smaller sizes."""
     sizes = SIZES[:2] if quick else SIZES
@@ -288,5 +325,6 @@ def groups(quick: bool = False) -> list[Group]:
     out += [reduction_group(r) for r in (STRIDED_EXTENTS[1::2] if quick else STRIDED_EXTENTS)]
     out += [reduction_order_group(*case) for case in (ORDER_CASES[1:2] if quick else ORDER_CASES)]
     out += [copy_rows_group(c) for c in (ROW_EXTENTS[2:3] if quick else ROW_EXTENTS)]
+    out += [near_transpose_group(n, m) for n, m in (NEAR_SHAPES[:1] if quick else NEAR_SHAPES)]
     out.append(convolution_group())
     return out

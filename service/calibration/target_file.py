@@ -6,15 +6,18 @@ from __future__ import annotations
 from collections import defaultdict
 
 from service.calibration.fit import CACHE_BYTES, NARROW_STRIDE, WIDE_STRIDE
+from service.calibration.microbenchmarks import NEAR_MIN_BYTES, NEAR_STRIDE
 from service.calibration.run import Calibration
 
 #: The longest innermost reduction loop LLVM unrolls whole in XLA:CPU (measured: loops of 16,
 #: 32 and 64 iterations behave unrolled, 128 and 256 not); not fitted.
 UNROLL_EXTENT = 64
 #: A standalone transpose whose innermost loop reads its operand fewer bytes apart than this
-#: ran no slower than the copy doing the same movement (measured: 128-256 bytes apart 0.4-0.8x
-#: the copy's time, 512 and more 2.4-6.7x); not fitted.
-STANDALONE_MIN_STRIDE = 512
+#: costs what XLA's form of it costs, a 2-D one ``standalone_near`` times that (fitted from
+#: the close-read groups, :func:`~service.calibration.microbenchmarks.near_transpose_group`;
+#: measured 128-256 bytes apart: 2-D 1.1-1.5x from 32 KiB on, 0.6-0.9x at 16 KiB; with a
+#: batch dim 0.1-0.9x); 512 and more 1.7-7.7x; not fitted.
+STANDALONE_MIN_STRIDE = NEAR_STRIDE
 #: From this read stride on a standalone transpose (or data-moving reshape) pays the full
 #: factor; below it the factor scales with the stride (measured: 512 bytes apart 1.7x the
 #: copy, 1 KiB 2.5-4.5x, 2 KiB 7.7x); not fitted.
@@ -30,7 +33,7 @@ cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
 tileable_minor_dims = 0
-calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (else the copy's cost), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule); a relayout {c.copy_row_ns} ns more per run of its result's minor dim (every element a run where that dim has size 1); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}. {n} samples."
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a relayout {c.copy_row_ns} ns more per run of its result's minor dim (every element a run where that dim has size 1); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}. {n} samples."
 
 [transpose]
 minor_moving = {c.minor_moving}
@@ -39,6 +42,8 @@ uncoalesced = {c.minor_moving}
 standalone = {c.standalone}
 reshape_standalone = {c.reshape_standalone}
 standalone_min_stride = {min_stride}
+standalone_near = {c.standalone_near}
+standalone_near_min_bytes = {near_min_bytes}
 standalone_full_stride = {full_stride}
 note = "Slopes of XLA:CPU copy and transpose times against bytes, relative to a plain copy."
 
@@ -91,6 +96,7 @@ def target_toml(calibration: Calibration) -> str:
                             machine=calibration.machine, date=calibration.date, load=load,
                             load1=calibration.load_average[0], c=c, n=c.samples,
                             min_stride=STANDALONE_MIN_STRIDE,
+                            near_min_bytes=NEAR_MIN_BYTES,
                             full_stride=STANDALONE_FULL_STRIDE,
                             cache_bytes=CACHE_BYTES,
                             extent_note=(f" when each result element reads at least "

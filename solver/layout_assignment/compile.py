@@ -47,7 +47,8 @@ from solver.layout_assignment.rules import preference
 from solver.problem import FORBIDDEN, Problem, Tie, make_problem
 
 __all__ = ["Compiled", "RelationTables", "compile_problem", "copy_parts", "evaluate",
-           "relation_cost", "node_cost", "reshape_via_copy", "view_of"]
+           "relation_cost", "node_cost", "reshape_via_copy", "transpose_via_copy",
+           "view_of"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -193,19 +194,7 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
             return ns, (f"reshape moves data: the rewrite copies its operand to the default "
                         f"layout ({why}), then the reshape is a bitcast (XLA's own form)")
     if rel.kind == "transpose":
-        want = Candidate(tuple(rel.dims[d] for d in cv.minor_to_major))
-        ns, why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "")
-        slower = cm.target.transpose.standalone
-        stride = _read_stride(src, dst, rel.dims)
-        if slower != 1.0 and stride < cm.target.transpose.standalone_min_stride:
-            return ns, (f"transpose moves data: {why}; its innermost loop reads {stride} "
-                        "bytes apart, close enough to cost what the copy costs")
-        slower = _by_stride(cm.target, slower, stride)
-        if slower != 1.0:
-            return (math.ceil(ns * slower),
-                    f"transpose moves data: {why}; x{slower:.3g}: a standalone transpose, "
-                    f"slower than a copy doing the same movement (reads {stride} bytes apart)")
-        return ns, f"transpose moves data: {why}"
+        return _transpose_movement(cm, rel, src, dst, cu, cv)
     target = cm.target
     nbytes = physical_bytes(src, cu.format) + physical_bytes(dst, cv.format)
     ns = target.pass_ns(nbytes) * target.copies.factor * target.transpose.minor_moving
@@ -221,6 +210,77 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
         why += (f", x{slower:g}: a reshape that moves data runs as its own elementwise loop, "
                 "slower than a copy moving the same bytes")
     return int(np.ceil(ns + target.copies.fixed_ns)), why
+
+
+def _transpose_movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
+                        cu: Candidate, cv: Candidate) -> tuple[int, str]:
+    """A data-moving transpose: as written (``rel.inline``), the standalone transpose's price
+    (:func:`_transpose_prices`); in an assignment, the cheaper of that and XLA's form (the
+    rewrite writes the latter where it is cheaper, :func:`transpose_via_copy`)."""
+    want, copy_ns, copy_why, standalone_ns, standalone_why = _transpose_prices(
+        cm, rel, src, dst, cu, cv)
+    if _rewritten(rel, cu, cv, copy_ns, standalone_ns):
+        return copy_ns, (f"transpose moves data: the rewrite copies its operand to {want} "
+                         f"({copy_why}), then the transpose is a bitcast (XLA's own form)")
+    return standalone_ns, standalone_why
+
+
+def _rewritten(rel: Relation, cu: Candidate, cv: Candidate, copy_ns: int,
+               standalone_ns: int) -> bool:
+    """Whether assignment writes a data-moving transpose in XLA's form."""
+    return not rel.inline and cu.format == cv.format == "" and copy_ns < standalone_ns
+
+
+def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
+                      cu: Candidate, cv: Candidate) -> tuple[Candidate, int, str, int, str]:
+    """The operand layout that makes the transpose a bitcast; XLA's form (a copy to it, then
+    the bitcast) and the standalone transpose, each ``(ns, reason)``. A standalone transpose
+    costs the copy doing its movement times ``standalone`` at its read stride
+    (:func:`_by_stride`); one reading closer than ``standalone_min_stride`` costs the copy,
+    or ``standalone_near`` times it where it swaps the only two dims with more than one
+    element and its operand has ``standalone_near_min_bytes`` or more (measured: 2-D from
+    64 KiB, 1.1-1.5x XLA's form; 16 KiB 0.6-0.9x; with a third dim, 0.1-0.9x)."""
+    target = cm.target.transpose
+    want = Candidate(tuple(rel.dims[d] for d in cv.minor_to_major))
+    ns, why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "")
+    stride = _read_stride(src, dst, rel.dims)
+    if target.standalone == 1.0:
+        return want, ns, why, ns, f"transpose moves data: {why}"
+    if stride < target.standalone_min_stride:
+        near = _two_dims(src) and physical_bytes(src) >= target.standalone_near_min_bytes
+        slower = target.standalone_near if near else 1.0
+        if slower == 1.0:
+            return want, ns, why, ns, (f"transpose moves data: {why}; its innermost loop reads "
+                                       f"{stride} bytes apart, close enough to cost what the "
+                                       "copy costs")
+        return want, ns, why, math.ceil(ns * slower), (
+            f"transpose moves data: {why}; x{slower:.3g}: a standalone 2-D transpose reading "
+            f"{stride} bytes apart, against a copy doing the same movement")
+    slower = _by_stride(cm.target, target.standalone, stride)
+    return want, ns, why, math.ceil(ns * slower), (
+        f"transpose moves data: {why}; x{slower:.3g}: a standalone transpose, slower than a "
+        f"copy doing the same movement (reads {stride} bytes apart)")
+
+
+def _two_dims(shape: ArrayShape) -> bool:
+    """Whether exactly two dims of ``shape`` have more than one element."""
+    return sum(1 for d in shape.dims if d != 1) == 2
+
+
+def transpose_via_copy(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
+                       cu: Candidate, cv: Candidate) -> ArrayShape | None:
+    """The laid-out operand a data-moving transpose is rewritten to read (a copy, then a
+    transpose that is a bitcast: XLA's own form) where that form is priced cheaper than the
+    standalone transpose, else ``None``."""
+    if rel.inline or cu.format or cv.format:
+        return None
+    try:
+        if transpose_is_bitcast(src, dst, rel.dims):
+            return None
+    except HloError:
+        return None
+    want, copy_ns, _, standalone_ns, _ = _transpose_prices(cm, rel, src, dst, cu, cv)
+    return cm.laid_out(rel.shape, want) if _rewritten(rel, cu, cv, copy_ns, standalone_ns) else None
 
 
 def reshape_via_copy(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,

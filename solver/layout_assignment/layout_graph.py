@@ -80,8 +80,8 @@ class Relation:
     #: bodies with a known trip count multiply it; see :func:`computation_weights`).
     weight: int = 1
     #: A ``convert`` an elementwise op does itself, reading its operand in another layout,
-    #: or a ``reshape`` that moves data itself (only when scoring a module as written:
-    #: assignment inserts a copy instead).
+    #: or a ``reshape`` or ``transpose`` that moves data itself (only when scoring a module as
+    #: written: assignment inserts a copy instead).
     inline: bool = False
 
 
@@ -331,7 +331,7 @@ class _Builder:
             src = instr.operands[0]
             self.relate(op, self.leaf(comp, src, ()), self.leaf(comp, here, ()), comp, here, 0, (),
                         src, _array(shapes[src]), dims=_dims(instr.attr("dimensions")),
-                        inline=self.actual and op == "reshape")
+                        inline=self.actual and op in ("reshape", "transpose"))
         elif op == "bitcast-convert" and instr.operands:
             src = instr.operands[0]
             a, b = _array(shapes[src]), instr.shape

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from hlo.passes.apply_layouts import Conversion, LayoutPlan
 from hlo.shape import Layout
-from solver.layout_assignment.compile import reshape_via_copy, view_of
+from solver.layout_assignment.compile import reshape_via_copy, transpose_via_copy, view_of
 from solver.layout_assignment.costs import Candidate, CostModel, physical_bytes
 from solver.layout_assignment.layout_graph import LayoutGraph
 
@@ -70,29 +70,32 @@ def plan_for(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate],
                  else f"{rel.instruction or 'the root'} needs {want}: {why}")))
         seen.add(key)
     for rel in graph.relations:
-        if rel.kind == "reshape":
-            _reshape_copy(graph, cm, chosen, rel, conversions, inserted)
+        if rel.kind in ("reshape", "transpose"):
+            _copy_before(graph, cm, chosen, rel, conversions, inserted)
     return LayoutPlan(layouts, tuple(conversions), formats, emit_bitcasts), tuple(inserted)
 
 
-def _reshape_copy(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate], rel,
-                  conversions: list[Conversion], inserted: list[InsertedCopy]) -> None:
-    """A reshape that moves data reads a copy of its operand in the default layout, where
-    that makes the reshape a bitcast (:func:`.compile.reshape_via_copy`)."""
+def _copy_before(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate], rel,
+                 conversions: list[Conversion], inserted: list[InsertedCopy]) -> None:
+    """A reshape or transpose that moves data reads a copy of its operand in the layout that
+    makes it a bitcast, XLA's own form (:func:`.compile.reshape_via_copy`: the default
+    layout; :func:`.compile.transpose_via_copy`), where the model prices that form cheaper."""
     cu, cv = chosen[rel.u], chosen[rel.v]
     src = cm.laid_out(rel.shape, cu)
     dst = cm.laid_out(graph.nodes[rel.v].shape, cv)
-    plain = reshape_via_copy(cm, rel, src, dst, cu, cv)
+    via = reshape_via_copy if rel.kind == "reshape" else transpose_via_copy
+    plain = via(cm, rel, src, dst, cu, cv)
     if plain is None:
         return
     conversions.append(Conversion(rel.computation, rel.instruction, 0, (), plain.layout))
     ns, why = cm.conversion(src, cu.format, plain, "")
+    layout = "the default layout" if rel.kind == "reshape" else str(plain.layout)
     inserted.append(InsertedCopy(
         value=rel.value, path=(), computation=rel.computation, consumer=rel.instruction,
         operand=0, source=str(src), destination=str(plain),
         bytes=int(physical_bytes(src) + physical_bytes(plain)), cost_ns=ns * rel.weight,
         runs=rel.weight, shared=False,
-        why=f"{rel.instruction} moves data: a copy to the default layout makes it a bitcast "
+        why=f"{rel.instruction} moves data: a copy to {layout} makes it a bitcast "
             f"({why})"))
 
 

@@ -194,3 +194,31 @@ def test_the_scalar_row_factor_is_the_extra_passes_of_a_maximum_row_reduction():
     # cache bandwidth = bandwidth here, so a pass is the same either way: median of 0, 5, 5.
     assert _scalar_rows(samples, TRUE["bandwidth"], TRUE["bandwidth"]) == pytest.approx(5.0)
     assert _scalar_rows([], 1.0, 1.0) == 0.0
+
+
+def test_the_close_read_transpose_factor_is_the_median_over_shapes_and_reaches_the_target(
+        tmp_path):
+    from hlo.target import load_target, read_target_file
+    from service.calibration.microbenchmarks import NEAR_SHAPES, near_transpose_group
+    from service.calibration.run import Calibration
+    from service.calibration.target_file import target_toml
+
+    # Three shapes, the standalone transpose 1.2x, 1.4x and 3x XLA's form: the median is 1.4.
+    samples = []
+    for (n, m), ratio in zip(NEAR_SHAPES, (1.2, 1.4, 3.0)):
+        samples += [Sample(f"form_{n}x{m}", n * m * 4, 1e4), Sample(f"near_{n}x{m}", n * m * 4,
+                                                                   1e4 * ratio)]
+    assert fit(synthetic()).standalone_near == 1.0  # no group: no term
+    c = fit(synthetic() + samples).rounded()
+    assert c.standalone_near == pytest.approx(1.4)
+    path = tmp_path / "cpu.toml"
+    path.write_text(target_toml(Calibration("cpu", "m", "2026-01-01 00:00 UTC", (1.0, 1.0, 1.0),
+                                            5, c, ())))
+    written = load_target(read_target_file(path)).transpose
+    assert written.standalone_near == 1.4
+    assert 0 < written.standalone_near_min_bytes <= min(4 * n * m for n, m in NEAR_SHAPES)
+    # The group's kinds are the ones the fit pairs, and its transposes read close.
+    group = near_transpose_group(*NEAR_SHAPES[0])
+    assert [b.kind for b in group.benches] == ["base", f"form_{NEAR_SHAPES[0][0]}x{NEAR_SHAPES[0][1]}",
+                                               f"near_{NEAR_SHAPES[0][0]}x{NEAR_SHAPES[0][1]}"]
+    assert all(4 * m < load_target("cpu").transpose.standalone_min_stride for _, m in NEAR_SHAPES)

@@ -117,6 +117,27 @@ def test_a_reshape_rewritten_as_copy_then_bitcast_reshape_runs_and_computes_the_
         np.testing.assert_array_equal(execution.outputs[0], x.reshape(64, 4, 16))
 
 
+TRANSPOSE = """HloModule t, entry_computation_layout={(f32[256,64]{1,0})->f32[64,256]{1,0}}
+ENTRY e {
+  p = f32[256,64]{1,0} parameter(0)
+  ROOT t = f32[64,256]{1,0} transpose(p), dimensions={1,0}
+}
+"""
+
+
+def test_a_transpose_rewritten_in_xlas_form_runs_and_computes_the_transpose():
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+
+    x = np.random.default_rng(2).standard_normal((256, 64)).astype(np.float32)
+    ours = assign(parse_module(TRANSPOSE), "cpu", AssignOptions(time_limit_s=5)).module
+    assert [i.opcode for i in ours.entry.instructions] == ["parameter", "copy", "transpose"]
+    run = run_modules([("as written", parse_module(TRANSPOSE)), ("ours", ours)], inputs=[x])
+    assert [e.refusal for e in run.executions] == [None, None]
+    for execution in run.executions:
+        np.testing.assert_array_equal(execution.outputs[0], x.T)
+
+
 @pytest.mark.parametrize(
     ("name", "stage", "expected"),
     [("scatter_ops", "after_layout", None), ("rnn_scan_fwd", "after_layout", None),
