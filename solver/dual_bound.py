@@ -249,7 +249,7 @@ def _subgradient(scaled: _Layout, base: np.ndarray, rows: MemoryRows, sweeps: in
             break
         slack = rows.load(current.choice(messages)) - rows.cap
         slack = np.where((q > 0) | (slack > 0), slack, 0.0)
-        norm = float(slack @ slack)
+        norm = float((slack * slack).sum())
         if norm == 0:
             continue
         aim = goal if goal is not None else best_value + 0.1 * abs(best_value) + unit
@@ -271,7 +271,7 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
     current = _penalized(scaled, base, rows, q)
     slack = np.maximum(rows.load(current.choice(messages)) - rows.cap, 0.0)
     scale = max(abs(current.float_bound(messages)), float(scaled.max_cost))
-    step = 1e-3 * scale / max(1.0, float(slack @ slack))
+    step = 1e-3 * scale / max(1.0, float((slack * slack).sum()))
     done, stopped, best, stale = 0, "sweeps", -math.inf, 0
     while sweeps is None or done < sweeps:
         node = base + np.bincount(scaled.slot_label_abs, weights=messages, minlength=len(base))
