@@ -179,8 +179,8 @@ def ascend_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarra
 def exact_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray,
                       time_limit: float) -> np.ndarray | None:
     """The multipliers that maximize the node terms (:func:`node_part`) with the
-    messages fixed, or ``None`` (too many entries, see :data:`EXACT_ENTRIES`; the
-    LP unsolved within ``time_limit`` seconds, or infeasible).
+    messages fixed, or ``None`` (too many entries, see :data:`EXACT_ENTRIES`; no
+    label with a usage; the LP unsolved within ``time_limit`` seconds, or infeasible).
 
     The node terms are the Lagrangian dual of the LP that picks a distribution ``x``
     over each memory node's labels, costs ``node``, under the memory rows; by LP
@@ -188,7 +188,7 @@ def exact_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray
     ``z = Σ usage · x`` (so a row sums the uses live at its check). Costs and usages
     are normalized for the LP. Float: the bound is certified later, whatever the
     LP's accuracy."""
-    if rows.entries > EXACT_ENTRIES or time_limit <= 0:
+    if rows.entries > EXACT_ENTRIES or time_limit <= 0 or not len(rows.pair_slot):
         return None
     sizes = np.diff(node_start)
     owner = np.repeat(np.arange(len(sizes)), sizes)

@@ -144,6 +144,21 @@ def test_multiplier_steps_never_lower_the_node_terms() -> None:
     assert abs(node_part(rows, node, start, best)[0] - 16 / 3) < 1e-6
 
 
+def test_memory_rows_without_usage_or_room() -> None:
+    # Every kept label uses no memory: the rows add nothing, and the bound is the
+    # optimum (3, labels (0, 1)). With a fixed amount over the limit no multiplier
+    # step is found by the LP (infeasible); the bound stays valid (the rule cannot be
+    # kept, so any bound holds, but it must not fail).
+    edges = [(0, 1, [[4, 3], [0, 9]])]
+    problem = make_problem([[0, 1], [2, 0]], edges=edges,
+                           memory=[(0, 0, 2, [0, 0]), (1, 1, 3, [0, 0])], memory_limit=5)
+    assert dual_bound(problem, 30.0, sweeps=20) == 3
+    problem = make_problem([[0, 1], [2, 0]], edges=edges,
+                           memory=[(0, 0, 2, [1, 0]), (1, 1, 3, [1, 0])],
+                           fixed_memory=[(0, 4, 9)], memory_limit=5)
+    assert dual_bound(problem, 30.0, sweeps=20) >= 3
+
+
 @pytest.mark.parametrize("chain", [True, False])
 
 def test_exact_on_trees_and_chains(chain: bool) -> None:
