@@ -9,7 +9,12 @@ have added for scatters and loops. What is still ruled out (ORACLES §3):
   fusion) only for a state of arrays;
 - arrays without a layout: the point of the path is to run exactly the layouts written;
 - entry parameters that are tuples or tokens, or element types numpy cannot hold: the inputs
-  are made on the host, one array per parameter.
+  are made on the host, one array per parameter;
+- a ``dot`` outside a fusion with a bf16 operand or result, or f16 operands and an f32 result:
+  XLA:CPU's unfused dot has none of them (measured: bf16 x bf16 = f32 and f16 x f16 = f32
+  "Unsupported element type for DotThunk::Execute", bf16 x bf16 = bf16 a RET_CHECK in its dot
+  emitter; for XLA's own layouts of the corpus's ``bf16_mixed_precision`` and of 5 of 30
+  random programs too); f16 x f16 = f16 and f32 run.
 
 A module that passes these checks may still be refused by XLA's compiler (e.g. a ``TopK``
 custom-call operand that is not dim-0-major); that refusal carries XLA's own message.
@@ -34,8 +39,8 @@ UNSUPPORTED_OPCODES: dict[str, str] = {}
 
 def refusal_reason(module: Module) -> str | None:
     """Why ``module`` cannot run on the path, or ``None`` when it can be tried."""
-    return (_opcode_reason(module) or adaptable_reason(module) or _layout_reason(module)
-            or parameter_reason(module))
+    return (_opcode_reason(module) or _dot_reason(module) or adaptable_reason(module)
+            or _layout_reason(module) or parameter_reason(module))
 
 
 def _fused_computations(module: Module) -> set[str]:
@@ -57,6 +62,26 @@ def _opcode_reason(module: Module) -> str | None:
             why = UNSUPPORTED_OPCODES.get(instr.opcode)
             if why is not None:
                 return f"%{instr.name} is a {instr.opcode}: {why}"
+    return None
+
+
+def _dot_reason(module: Module) -> str | None:
+    """A ``dot`` outside a fusion in element types XLA:CPU's unfused dot lacks (module
+    docstring)."""
+    fused = _fused_computations(module)
+    for comp in module.computations:
+        if comp.name in fused:
+            continue
+        shapes = {i.name: i.shape for i in comp.instructions}
+        for instr in comp.instructions:
+            if instr.opcode != "dot" or not isinstance(instr.shape, ArrayShape):
+                continue
+            types = [getattr(shapes.get(o), "element_type", None) for o in instr.operands[:2]]
+            result = instr.shape.element_type
+            if "bf16" in (*types, result) or (set(types) == {"f16"} and result != "f16"):
+                return (f"%{instr.name} in {comp.name} is a {' x '.join(map(str, types))} = "
+                        f"{result} dot: XLA:CPU's unfused dot has none (it refuses XLA's own "
+                        "layouts too)")
     return None
 
 

@@ -141,11 +141,26 @@ def test_a_transpose_rewritten_in_xlas_form_runs_and_computes_the_transpose():
 @pytest.mark.parametrize(
     ("name", "stage", "expected"),
     [("scatter_ops", "after_layout", None), ("rnn_scan_fwd", "after_layout", None),
-     ("attention_fwd", "after_layout", None)],
+     ("attention_fwd", "after_layout", None),
+     ("bf16_mixed_precision", "after_layout", "is a bf16 x bf16 = f32 dot")],
 )
 def test_refusals_of_corpus_modules(name, stage, expected):
     reason = refusal_reason(parse_file(shared_path("corpus", f"{name}.{stage}.hlo")))
     assert reason == expected if expected is None else expected in reason
+
+
+def test_dots_in_the_types_xla_cpu_lacks_unfused_are_refused():
+    # Measured: bf16 x bf16 = f32 and f16 x f16 = f32 "Unsupported element type for
+    # DotThunk::Execute", bf16 x bf16 = bf16 a RET_CHECK in the dot emitter; f16 and f32 run.
+    dot = ("HloModule d, entry_computation_layout={(IN[8,8]{1,0}, IN[8,8]{1,0})->OUT[8,8]{1,0}}\n"
+           "ENTRY e {\n  a = IN[8,8]{1,0} parameter(0)\n  b = IN[8,8]{1,0} parameter(1)\n"
+           "  ROOT d = OUT[8,8]{1,0} dot(a, b), lhs_contracting_dims={1}, "
+           "rhs_contracting_dims={0}\n}\n")
+    for t, r in (("bf16", "f32"), ("bf16", "bf16"), ("f16", "f32")):
+        refused = refusal_reason(parse_module(dot.replace("IN", t).replace("OUT", r)))
+        assert refused is not None and f"%d in e is a {t} x {t} = {r} dot" in refused
+    for t in ("f32", "f16"):
+        assert refusal_reason(parse_module(dot.replace("IN", t).replace("OUT", t))) is None
 
 
 def test_a_module_without_layouts_is_refused_before_running():
