@@ -139,6 +139,11 @@ class TransposeCost(_Frozen):
     1.1-1.5x XLA's bitcast transpose + copy from 32 KiB on; with a third dim 0.1-0.9x, so
     those cost the copy; 1 where the two are the same), from ``standalone_near_min_bytes`` of
     operand on (measured: 16 KiB 0.6-0.9x, so smaller ones cost the copy).
+    ``standalone_row_ns``: below ``standalone_min_stride`` a standalone transpose of three
+    or more dims (more than one element each) pays this many ns per run of its result's
+    minor dim instead of the copy's ``row_ns`` (unset: the copy's): XLA:CPU's elementwise
+    loop does not pay per run the way its copy loop does (measured: a transpose writing runs
+    of 3 elements ran 0.09x the copy doing the same movement).
     """
 
     minor_moving: float = Field(gt=0)
@@ -150,6 +155,7 @@ class TransposeCost(_Frozen):
     standalone_full_stride: int = Field(0, ge=0)
     standalone_near: float = Field(1.0, gt=0)
     standalone_near_min_bytes: int = Field(0, ge=0)
+    standalone_row_ns: float | None = Field(None, ge=0)
     #: The shared-memory staging of a ``minor_moving`` transpose (GPU), if any.
     shared_staging: SharedStaging | None = None
     note: str = ""

@@ -45,6 +45,10 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   2-D transpose whose innermost loop reads its operand close (fewer than ``standalone_min_stride``
   bytes apart) against XLA's form of it, a bitcast transpose and a copy (1 without the
   groups);
+- ``standalone_row_ns``: ``copy_row_ns`` for a standalone ``transpose`` whose innermost loop reads
+  its operand close (``transpose_rows_C``: 256 bytes apart, writing runs of ``C``) against
+  one writing the same bytes in runs of 64 (``transpose_wide_C``), at least 0 (``None``
+  without them);
 - ``conv_naive_ns_per_flop``: the median of ``(t(conv_naive) - t(conv_default)) / flops``: a
   convolution with any array in another layout runs as a naive loop (XLA:CPU gives Eigen
   row-major convolutions only).
@@ -95,6 +99,7 @@ class Coefficients:
     reduce_scalar_factor: float = 0.0
     reduce_wide_factor: float = 0.0
     standalone_near: float = 1.0
+    standalone_row_ns: float | None = None
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -106,7 +111,9 @@ class Coefficients:
                             round(self.conv_naive_ns_per_flop, 4),
                             round(self.reduce_order_factor, 2), round(self.copy_row_ns, 2),
                             round(self.reduce_scalar_factor, 2),
-                            round(self.reduce_wide_factor, 2), round(self.standalone_near, 2))
+                            round(self.reduce_wide_factor, 2), round(self.standalone_near, 2),
+                            None if self.standalone_row_ns is None
+                            else round(self.standalone_row_ns, 2))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -158,6 +165,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         inline_relayout=max(1.0, _inline(samples, bandwidth, cache_bandwidth, minor / copy)),
         reduce_min_extent=min_extent,
         reduce_wide_factor=wide_factor,
+        standalone_row_ns=_standalone_rows(samples),
         conv_naive_ns_per_flop=_naive_convolution(samples),
         reduce_order_factor=_reduction_order(samples, bandwidth, cache_bandwidth),
         copy_row_ns=_copy_rows(samples),
@@ -183,14 +191,23 @@ def _scalar_rows(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: f
     return max(0.0, float(np.median(extra))) if extra else 0.0
 
 
-def _copy_rows(samples: Sequence[Sample]) -> float:
-    """ns a copy pays per run of its result's minor dim (see the module docstring; f32)."""
-    times = {s.kind: s for s in samples if s.kind.startswith(("copy_rows_", "copy_wide_"))}
-    extra = [(times[f"copy_rows_{c}"].ns - times[f"copy_wide_{c}"].ns)
-             / (times[f"copy_rows_{c}"].bytes / (4 * c))
-             for c in sorted(int(k.rsplit("_", 1)[1]) for k in times if k.startswith("copy_rows_"))
-             if f"copy_wide_{c}" in times]
+def _copy_rows(samples: Sequence[Sample], op: str = "copy") -> float:
+    """ns a copy (``op``: or a standalone transpose) pays per run of its result's minor dim
+    (see the module docstring; f32)."""
+    times = {s.kind: s for s in samples if s.kind.startswith((f"{op}_rows_", f"{op}_wide_"))}
+    extra = [(times[f"{op}_rows_{c}"].ns - times[f"{op}_wide_{c}"].ns)
+             / (times[f"{op}_rows_{c}"].bytes / (4 * c))
+             for c in sorted(int(k.rsplit("_", 1)[1]) for k in times if k.startswith(f"{op}_rows_"))
+             if f"{op}_wide_{c}" in times]
     return max(0.0, float(np.median(extra))) if extra else 0.0
+
+
+def _standalone_rows(samples: Sequence[Sample]) -> float | None:
+    """ns a standalone transpose reading its operand close (``transpose_rows_C`` against
+    ``transpose_wide_C``) pays per run of its result's minor dim; ``None`` without them."""
+    if not any(s.kind.startswith("transpose_rows_") for s in samples):
+        return None
+    return _copy_rows(samples, "transpose")
 
 
 def _reduction_order(samples: Sequence[Sample], bandwidth: float,

@@ -35,6 +35,9 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
   innermost loop reads the operand fewer than :data:`NEAR_STRIDE` bytes apart) transposed to
   ``[m,n]{1,0}`` in XLA's form (a transpose that is a bitcast, then a copy) and as one
   standalone ``transpose``: what a standalone 2-D transpose costs where its reads are close;
+- ``transpose_rows_C`` / ``transpose_wide_C``: the same bytes through a standalone
+  ``transpose`` of the operand's row-major view, to runs of ``C`` (reading 256 bytes apart)
+  or of 64 elements: whether that loop pays per run too;
 - ``dot_nn`` / ``dot_tn`` / ``dot_nt``: a square dot with row-major operands, or the lhs/rhs
   column-major;
 - ``slice``, ``concatenate``, ``pad``, ``broadcast``, ``bitcast_reshape``: recorded, not fitted.
@@ -257,6 +260,17 @@ def copy_rows_group(extent: int, outer: int = 8 * 64 * 64) -> Group:
         body = [f"%p = {p} parameter(0)", f"ROOT %c = f32{shape}{layout} copy(%p)"]
         benches.append(Bench(f"{kind}_{extent}", label,
                              _module(label, [p], body, f"f32{shape}{layout}"), nbytes, "f32"))
+    # The same bytes through standalone transposes of the row-major view of the operand
+    # (a bitcast), reading it close: to [8,64,64,C] (runs of C, reading 256 bytes apart) and
+    # to [8,C,64,64] (runs of 64).
+    view = f"f32[8,64,{extent},64]{{3,2,1,0}}"
+    for kind, dims, out in (("transpose_wide", "{0,2,1,3}", f"f32[8,{extent},64,64]{{3,2,1,0}}"),
+                            ("transpose_rows", "{0,1,3,2}", f"f32{shape}{{3,2,1,0}}")):
+        label = f"{kind}_{extent}_f32"
+        body = [f"%p = {p} parameter(0)", f"%b = {view} bitcast(%p)",
+                f"ROOT %t = {out} transpose(%b), dimensions={dims}"]
+        benches.append(Bench(f"{kind}_{extent}", label, _module(label, [p], body, out), nbytes,
+                             "f32"))
     return Group(f"f32{shape} copy rows", tuple(benches))
 
 

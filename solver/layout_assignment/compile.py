@@ -239,7 +239,8 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
     (:func:`_by_stride`); one reading closer than ``standalone_min_stride`` costs the copy,
     or ``standalone_near`` times it where it swaps the only two dims with more than one
     element and its operand has ``standalone_near_min_bytes`` or more (measured: 2-D from
-    64 KiB, 1.1-1.5x XLA's form; 16 KiB 0.6-0.9x; with a third dim, 0.1-0.9x)."""
+    64 KiB, 1.1-1.5x XLA's form; 16 KiB 0.6-0.9x; with a third dim, 0.1-0.9x), and with a
+    third dim without the copy's per-run cost (``standalone_row_ns`` per run instead)."""
     target = cm.target.transpose
     want = Candidate(tuple(rel.dims[d] for d in cv.minor_to_major))
     ns, why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "")
@@ -249,6 +250,15 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
     if stride < target.standalone_min_stride:
         near = _two_dims(src) and physical_bytes(src) >= target.standalone_near_min_bytes
         slower = target.standalone_near if near else 1.0
+        if slower == 1.0 and target.standalone_row_ns is not None and _dims_over_one(src) > 2:
+            # XLA:CPU's elementwise loop does not pay per run of a short minor dim as its
+            # copy loop does (measured, the copy-rows calibration groups; 2-D ones aside).
+            alone, alone_why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "",
+                                             row_ns=target.standalone_row_ns)
+            return want, ns, why, alone, (
+                f"transpose moves data: {alone_why}; its innermost loop reads {stride} bytes "
+                f"apart, close enough to cost what the copy costs with "
+                f"{target.standalone_row_ns:g} ns per run (a standalone loop)")
         if slower == 1.0:
             return want, ns, why, ns, (f"transpose moves data: {why}; its innermost loop reads "
                                        f"{stride} bytes apart, close enough to cost what the "
@@ -264,7 +274,12 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
 
 def _two_dims(shape: ArrayShape) -> bool:
     """Whether exactly two dims of ``shape`` have more than one element."""
-    return sum(1 for d in shape.dims if d != 1) == 2
+    return _dims_over_one(shape) == 2
+
+
+def _dims_over_one(shape: ArrayShape) -> int:
+    """How many dims of ``shape`` have more than one element."""
+    return sum(1 for d in shape.dims if d != 1)
 
 
 def transpose_via_copy(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,

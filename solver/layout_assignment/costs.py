@@ -110,12 +110,14 @@ class CostModel:
         return math.ceil(self.target.pass_ns(waste)) * accesses if waste else 0
 
     def conversion(self, src: ArrayShape, src_fmt: str, dst: ArrayShape,
-                   dst_fmt: str) -> tuple[int, str]:
-        """``(ns, reason)`` of materializing ``src`` (laid out) as ``dst`` (same dims)."""
-        key = (src, src_fmt, dst, dst_fmt)
+                   dst_fmt: str, row_ns: float | None = None) -> tuple[int, str]:
+        """``(ns, reason)`` of materializing ``src`` (laid out) as ``dst`` (same dims); with
+        ``row_ns``, that many ns per run of the result's minor dim instead of the copy's."""
+        key = (src, src_fmt, dst, dst_fmt, row_ns)
         hit = self._conversions.get(key)
         if hit is None:
-            hit = self._conversions[key] = _conversion(self.target, src, src_fmt, dst, dst_fmt)
+            hit = self._conversions[key] = _conversion(self.target, src, src_fmt, dst, dst_fmt,
+                                                       row_ns)
         return hit
 
 
@@ -157,7 +159,7 @@ def _staged(target: Target, staging: SharedStaging, src: ArrayShape, nbytes: int
 
 
 def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
-                dst_fmt: str) -> tuple[int, str]:
+                dst_fmt: str, row_ns: float | None = None) -> tuple[int, str]:
     nbytes = physical_bytes(src, src_fmt) + physical_bytes(dst, dst_fmt)
     a, b = _nontrivial(src), _nontrivial(dst)
     tiles_a, tiles_b = src.effective_layout().tiles, dst.effective_layout().tiles
@@ -182,14 +184,15 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
                 why = (f"{unit.name} needs {unit.alignment_bytes}-byte aligned rows; "
                        "falls back to a scalar copy")
     ns = target.pass_ns(nbytes) * target.copies.factor * factor + target.copies.fixed_ns
+    per_run = target.copies.row_ns if row_ns is None else row_ns
     unit = _unit_minor(dst) and src.effective_layout() != dst.effective_layout()
-    rows = _rows(dst) if (factor != 1.0 or unit) and target.copies.row_ns else 0
+    rows = _rows(dst) if (factor != 1.0 or unit) and per_run else 0
     if rows:
-        ns += rows * target.copies.row_ns
+        ns += rows * per_run
         run = 1 if unit else dst.dims[b[0]]
         why += (f"; {rows} runs of its result's minor dim ({run} element{'s' * (run != 1)}"
                 + (", a size-1 dim: XLA:CPU's loop runs once per element" if unit else "")
-                + f"), {target.copies.row_ns:g} ns each")
+                + f"), {per_run:g} ns each")
     return math.ceil(ns), f"{nbytes} bytes, x{factor:g}: {why}"
 
 

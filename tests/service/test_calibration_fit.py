@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from service.calibration.fit import FitError, Sample, _copy_rows, fit
+from service.calibration.fit import FitError, Sample, _copy_rows, _standalone_rows, fit
 
 TRUE = {"bandwidth": 12.5, "fixed": 800.0, "minor": 3.5, "major": 1.25, "standalone": 4.0,
         "read": 0.45, "row": 0.09, "reshape": 6.0, "inline": 2.5}
@@ -222,3 +222,19 @@ def test_the_close_read_transpose_factor_is_the_median_over_shapes_and_reaches_t
     assert [b.kind for b in group.benches] == ["base", f"form_{NEAR_SHAPES[0][0]}x{NEAR_SHAPES[0][1]}",
                                                f"near_{NEAR_SHAPES[0][0]}x{NEAR_SHAPES[0][1]}"]
     assert all(4 * m < load_target("cpu").transpose.standalone_min_stride for _, m in NEAR_SHAPES)
+
+
+def test_the_standalone_transposes_give_their_own_cost_per_run():
+    samples = []
+    for c in (2, 3, 4):
+        nbytes = 4 * c * 32768
+        # a standalone loop to runs of C: 0.25 ns per run more than to runs of 64
+        samples += [Sample(f"transpose_wide_{c}", nbytes, 2e4),
+                    Sample(f"transpose_rows_{c}", nbytes, 2e4 + 0.25 * 32768 * (1 - c / 64)),
+                    Sample(f"copy_wide_{c}", nbytes, 1e4), Sample(f"copy_rows_{c}", nbytes, 9e4)]
+    assert _standalone_rows(samples) == pytest.approx(0.25 * (1 - 3 / 64))
+    # faster to short runs than to long ones: no cost per run, never a negative one
+    faster = [Sample(k.kind, k.bytes, 1e3) if k.kind.startswith("transpose_rows") else k
+              for k in samples]
+    assert _standalone_rows(faster) == 0.0
+    assert _standalone_rows([s for s in samples if s.kind.startswith("copy")]) is None
