@@ -3,10 +3,11 @@
 Each instance is read and reduced as :func:`solver.solve.solve` does; then the
 heuristic (``--heuristic`` seconds) and :func:`solver.penalties.penalty_search`
 with ``--rounds`` rounds of ``--backtracks`` backtracks run on the reduced
-problem, without a deadline. A core with nodes of more than
-``solver.solve.PENALTY_FIXED_LABELS`` labels (contest A, L, S) gets it as the
-solver does on cores searched in windows: with those nodes fixed at the
-heuristic's labels. The rounds and backtracks fix the work, so the
+problem, without a deadline. A core that the solver's penalty search does not
+take whole but that has nodes of more than ``solver.solve.PENALTY_FIXED_LABELS``
+labels (contest A, L, S) gets it as the solver does on cores searched in
+windows: with those nodes fixed at the heuristic's labels. A core it takes whole
+(contest U, whose nodes have up to 379 labels) is searched whole. The rounds and backtracks fix the work, so the
 costs do not depend on the machine's load; the CPU seconds beside them are what
 the same work takes on one core of this machine (about the wall time on a quiet
 one). Costs include the reductions' offset; ratio = cost / best published.
@@ -34,7 +35,7 @@ from solver.penalties import penalty_search  # noqa: E402
 from solver.problem import evaluate  # noqa: E402
 from solver.lns import fixed_problem  # noqa: E402
 from solver.reductions import reduce_problem  # noqa: E402
-from solver.solve import PENALTY_FIXED_LABELS  # noqa: E402
+from solver.solve import PENALTY_FIXED_LABELS, _penalised  # noqa: E402
 
 
 def row(name: str, rounds: int, backtracks: int, heuristic_s: float, best: int) -> str:
@@ -43,7 +44,8 @@ def row(name: str, rounds: int, backtracks: int, heuristic_s: float, best: int) 
     core, offset = reduction.problem, reduction.offset
     guess = heuristic(core, heuristic_s)
     start = evaluate(core, guess.labels) + offset
-    nodes = [v for v in range(core.num_nodes) if core.label_count(v) <= PENALTY_FIXED_LABELS]
+    nodes = [v for v in range(core.num_nodes)
+             if _penalised(core) or core.label_count(v) <= PENALTY_FIXED_LABELS]
     began = time.process_time()
     narrow = fixed_problem(core, nodes, guess.labels) if len(nodes) < core.num_nodes else core
     found = penalty_search(narrow, rounds, backtracks)
