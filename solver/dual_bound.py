@@ -276,8 +276,10 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
     while sweeps is None or done < sweeps:
         node = base + np.bincount(scaled.slot_label_abs, weights=messages, minlength=len(base))
         if exact:
-            q = _exact_step(rows, node, scaled.node_start, q, deadline)
-        else:
+            # An LP cut by the clock (half the time left: the sweeps keep the rest)
+            # hands the multipliers back to the subgradient steps from here on.
+            q, exact = _exact_step(rows, node, scaled.node_start, q, deadline)
+        if not exact:
             q, step = ascend_multipliers(rows, node, scaled.node_start, q, step,
                                          _MULTIPLIER_ROUNDS)
         current = _penalized(scaled, base, rows, q)
@@ -302,13 +304,14 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
 
 
 def _exact_step(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray, q: np.ndarray,
-                deadline: float) -> np.ndarray:
-    """The exact multipliers for ``node`` where found and better than ``q``, else ``q``."""
-    found = exact_multipliers(rows, node, node_start, deadline - time.perf_counter())
+                deadline: float) -> tuple[np.ndarray, bool]:
+    """The exact multipliers for ``node`` where found and better than ``q``, else ``q``;
+    and whether the LP was solved (within half the time left)."""
+    found = exact_multipliers(rows, node, node_start, 0.5 * (deadline - time.perf_counter()))
     if found is None:
-        return q
+        return q, False
     better = node_part(rows, node, node_start, found)[0] > node_part(rows, node, node_start, q)[0]
-    return found if better else q
+    return (found if better else q), True
 
 
 def _certified(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,

@@ -144,6 +144,16 @@ def test_multiplier_steps_never_lower_the_node_terms() -> None:
     assert abs(node_part(rows, node, start, best)[0] - 16 / 3) < 1e-6
 
 
+def test_unsolved_exact_steps_fall_back_to_subgradient_steps(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # As if every LP were cut by the clock: the subgradient steps take over and still
+    # reach the LP value (10, as in test_memory_multipliers).
+    monkeypatch.setattr(solver.dual_bound, "exact_multipliers", lambda *args: None)
+    problem = make_problem([[0, 10], [0, 10]], memory=[(0, 0, 2, [5, 0]), (1, 1, 3, [5, 0])],
+                           memory_limit=5)
+    assert dual_bound(problem, 30.0, sweeps=200) == 10
+
+
 def test_memory_rows_without_usage_or_room() -> None:
     # Every kept label uses no memory: the rows add nothing, and the bound is the
     # optimum (3, labels (0, 1)). With a fixed amount over the limit no multiplier
