@@ -15,6 +15,11 @@ low and one known high enough for that node:
 * a node that kept clear of the broken times lowers its upper end to its weight,
   and its weight goes half-way down.
 
+With a ``hint`` (a known answer that keeps the limit), every round's toulbar2 search
+has its value ordering set to the cheapest answer known so far (the hint until a
+round finds a cheaper one): with the small backtrack budgets used here a round's
+answer is mostly toulbar2's first dive, and the hint moves where that dive goes.
+
 Every answer becomes a candidate: answers over the limit are first repaired
 (smaller usages, cheapest cost per byte saved, :meth:`~solver.flat.Flat.repair`),
 then polished by memory-safe descent; the cheapest is improved once more by
@@ -38,6 +43,7 @@ the wall clock).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -96,11 +102,13 @@ def _candidate(flat: Flat, labels: np.ndarray) -> np.ndarray | None:
 
 
 def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BACKTRACKS,
-                   deadline: float | None = None) -> tuple[tuple[int, ...], int] | None:
+                   deadline: float | None = None, hint: Sequence[int] | None = None
+                   ) -> tuple[tuple[int, ...], int] | None:
     """The cheapest answer (labels and cost) that keeps every rule and the memory
     limit found over ``rounds`` toulbar2 solves with bisected per-node penalties,
     or ``None`` when none was found. ``problem`` must have no ties (the reduced
-    problems of :mod:`solver.reductions` have none)."""
+    problems of :mod:`solver.reductions` have none). ``hint``: see the module
+    docstring (it is not itself an answer of the search)."""
     if problem.ties:
         raise ProblemError("penalty search needs a problem without ties (merge them first)")
     if problem.num_nodes == 0:
@@ -110,6 +118,7 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
     hot = np.zeros(len(flat.u_node), bool)
     extra = np.zeros(flat.size)
     best, best_cost, w0 = None, np.inf, None
+    guide, guide_cost = (None, np.inf) if hint is None else (list(hint), flat.cost(np.array(hint)))
     began, last = time.perf_counter(), 0.0
     for _ in range(rounds):
         if deadline is not None and began + last > deadline:
@@ -118,13 +127,15 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
         rows = np.split(np.rint(penalty).astype(np.int64), flat.off[1:-1])
         # The deadline also bounds toulbar2's own search (CPU seconds), as a safety net.
         seconds = 0 if deadline is None else max(1, int(deadline - time.perf_counter()))
-        found = solve_wcsp(problem, rows, backtracks=backtracks, seconds=seconds)
+        found = solve_wcsp(problem, rows, backtracks=backtracks, seconds=seconds, hint=guide)
         if found.labels is None:
             break  # no answer keeps the hard rules (or toulbar2 found none in budget)
         labels = np.array(found.labels, np.int64)
         candidate = _candidate(flat, labels)
         if candidate is not None and flat.cost(candidate) < best_cost:
             best, best_cost = candidate, flat.cost(candidate)
+            if guide is not None and best_cost < guide_cost:
+                guide, guide_cost = best.tolist(), best_cost
         if not flat.limited:
             break  # nothing to penalise: the first answer is toulbar2's best
         broken = _broken_uses(flat, labels)

@@ -10,7 +10,9 @@ proves small ones optimal.
 
 ``extra`` adds a cost per node and label to the model (not to the problem):
 a memory search can put the memory rule there as
-per-node penalties on the labels that use more memory.
+per-node penalties on the labels that use more memory. ``hint`` sets toulbar2's
+value ordering to a known answer (its first dive follows those labels where the
+costs allow): with a small backtrack budget the answer is mostly that dive.
 
 Reproducible: toulbar2 runs on one thread with a fixed seed, and its search is
 cut by a count of backtracks, not by the clock; ``seconds`` (CPU time) only
@@ -99,6 +101,16 @@ def _build(problem: Problem, extra: Sequence[np.ndarray] | None) -> pytoulbar2.C
     return cfn
 
 
+def _check_hint(problem: Problem, hint: Sequence[int] | None) -> None:
+    if hint is None:
+        return
+    if len(hint) != problem.num_nodes:
+        raise ProblemError(f"hint: {len(hint)} labels for {problem.num_nodes} nodes")
+    for node, label in enumerate(hint):
+        if not 0 <= label < problem.label_count(node):
+            raise ProblemError(f"hint: label {label} of node {node} is out of range")
+
+
 def _check_extra(problem: Problem, extra: Sequence[np.ndarray] | None) -> None:
     if extra is None:
         return
@@ -111,12 +123,15 @@ def _check_extra(problem: Problem, extra: Sequence[np.ndarray] | None) -> None:
 
 
 def solve_wcsp(problem: Problem, extra: Sequence[np.ndarray] | None = None, *,
-               backtracks: int = BACKTRACKS, seconds: int = 0) -> WcspAnswer:
+               backtracks: int = BACKTRACKS, seconds: int = 0,
+               hint: Sequence[int] | None = None) -> WcspAnswer:
     """The best assignment toulbar2 finds for ``problem`` without its memory rule,
     with ``extra`` (one non-negative int64 row per node) added to the unary costs,
     within ``backtracks`` backtracks (and ``seconds`` of CPU time when not 0, a
-    safety net that makes the answer depend on the machine)."""
+    safety net that makes the answer depend on the machine), its value ordering
+    set to ``hint``'s labels when given."""
     _check_extra(problem, extra)
+    _check_hint(problem, hint)
     if problem.num_nodes == 0:
         return WcspAnswer((), 0, True, 0)
     with _LOCK:
@@ -124,6 +139,8 @@ def solve_wcsp(problem: Problem, extra: Sequence[np.ndarray] | None = None, *,
         cfn = None
         try:
             cfn = _build(problem, extra)
+            for node, label in enumerate(hint or ()):
+                cfn.CFN.wcsp.setBestValue(node, int(label))
             cfn.Option.backtrackLimit = backtracks
             found = cfn.Solve(timeLimit=seconds)
         except pytoulbar2.pytb2.Contradiction:

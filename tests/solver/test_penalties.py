@@ -50,6 +50,29 @@ def test_answers_keep_the_limit_and_are_often_optimal() -> None:
     assert optimal >= 0.6 * tried
 
 
+def test_hinted_answers_keep_the_limit_and_state_their_cost() -> None:
+    # The hint: an answer that keeps the limit (every node on its smallest usage).
+    tried = optimal = 0
+    for seed in range(50):
+        rng = np.random.default_rng(6400 + seed)
+        raw = _binding_raw(rng)
+        want = None if raw is None else brute_force(raw)
+        if want is None:
+            continue
+        hint = [int(np.argmin(use[3])) for use in raw.memory]
+        if cost_of(raw, hint) is None:
+            continue
+        got = penalty_search(build(raw), rounds=8, hint=hint)
+        tried += 1
+        if got is None:
+            continue
+        labels, cost = got
+        assert cost_of(raw, labels) == cost >= want[0], f"seed {seed}"
+        optimal += cost == want[0]
+    assert tried >= 15
+    assert optimal >= 0.6 * tried
+
+
 def test_the_limit_moves_the_answer() -> None:
     # Memory-free, both nodes take label 0 (cost 0) but use 10 bytes each at once;
     # the limit 15 leaves room for one: the cheapest way is node 1 to label 1.
@@ -67,6 +90,42 @@ def test_same_input_same_answer() -> None:
     first = penalty_search(problem, rounds=6, backtracks=20)
     assert first is not None and cost_of(raw, first[0]) == first[1]
     assert penalty_search(problem, rounds=6, backtracks=20) == first
+    hinted = penalty_search(problem, rounds=6, backtracks=20, hint=first[0])
+    assert hinted is not None and cost_of(raw, hinted[0]) == hinted[1]
+    assert penalty_search(problem, rounds=6, backtracks=20, hint=first[0]) == hinted
+
+
+def test_both_searches_the_same_answer_beside_or_in_turn(monkeypatch) -> None:
+    # The hinted search runs in a child process beside the unhinted one; run in turn
+    # in this process instead, the answer is the same, and it is the cheaper of the
+    # two searches' answers (checked against each search run alone).
+    import time
+
+    import solver.solve as solve_module
+    from solver.beside import Beside
+    from solver.laps import Laps
+    from solver.solve import Answer, _penalty_searched
+
+    rng = np.random.default_rng(8)
+    raw = random_raw(rng, nodes=40, max_labels=5, density=0.15, ties=0, forbid=0.0,
+                     forbid_pairs=0.0)
+    raw.limit = 60
+    problem = build(raw)
+    usage = {use[0]: use[3] for use in raw.memory}
+    smallest = tuple(int(np.argmin(usage.get(n, unary))) for n, unary in enumerate(raw.unary))
+    start = Answer(smallest, cost_of(raw, smallest))
+    assert start.cost is not None
+    forked = _penalty_searched(problem, start, time.perf_counter() + 60, Laps())
+    monkeypatch.setattr(solve_module, "beside", lambda work: Beside(None, None, (True, work())))
+    in_turn = _penalty_searched(problem, start, time.perf_counter() + 60, Laps())
+    assert forked == in_turn
+    entries = sum(edge.costs.size for edge in problem.edges)
+    backtracks = min(solve_module.PENALTY_MAX_BACKTRACKS,
+                     max(solve_module.PENALTY_MIN_BACKTRACKS, solve_module.PENALTY_SEARCH // entries))
+    alone = [penalty_search(problem, solve_module.PENALTY_ROUNDS, backtracks, hint=hint)
+             for hint in (None, smallest)]
+    cheapest = min([start.cost] + [found[1] for found in alone if found is not None])
+    assert forked.cost == cheapest == cost_of(raw, forked.labels)
 
 
 def test_ties_are_refused() -> None:

@@ -75,3 +75,18 @@ def test_worked_example_and_bad_extra() -> None:
         solve_wcsp(problem, [np.array([1, 0])])
     with pytest.raises(ProblemError):
         solve_wcsp(problem, [np.array([-1, 0]), np.array([0, 0])])
+
+
+def test_a_hint_picks_among_equal_optima_and_bad_hints_are_refused() -> None:
+    # Three optima of cost 0 (both nodes on the same label): the hint decides which.
+    problem = make_problem([[0, 0, 0], [0, 0, 0]],
+                           [(0, 1, [[0, 5, 5], [5, 0, 5], [5, 5, 0]])])
+    assert solve_wcsp(problem, hint=(2, 2)).labels == (2, 2)
+    assert solve_wcsp(problem, hint=(1, 1)).labels == (1, 1)
+    # A hint that is not an optimum does not cost anything: the search still ends optimal.
+    got = solve_wcsp(problem, hint=(1, 2))
+    assert got.cost == 0 and got.complete
+    with pytest.raises(ProblemError):
+        solve_wcsp(problem, hint=(0,))
+    with pytest.raises(ProblemError):
+        solve_wcsp(problem, hint=(0, 3))
