@@ -100,13 +100,10 @@ def test_shifted_windows_keep_the_limit_and_reach_the_optimum_when_whole() -> No
     as the problem reaches the brute-force optimum; runs are reproducible."""
     checked = 0
     for seed in range(30):
-        rng = np.random.default_rng(9100 + seed)
-        raw = random_raw(rng, nodes=7, ties=0, forbid=0.0, forbid_pairs=0.0, max_labels=3)
-        found = brute_force(raw)
-        if raw.limit is None or found is None:
+        case = _limited_case(9100 + seed)
+        if case is None:
             continue
-        start = next(guess for guess in itertools.product(*(range(len(u)) for u in raw.unary))
-                     if cost_of(raw, guess) is not None)
+        raw, found, start = case
         problem = build(raw)
         small = [lns.improve_shifted(problem, start, time.perf_counter() + 60.0, SolveOptions(),
                                      windows=10, window=3, window_time=0.1) for _ in range(2)]
@@ -148,12 +145,10 @@ def test_peak_windows_keep_the_limit_and_never_worsen() -> None:
     (independent oracle), never costs more than the start, and is reproducible."""
     checked = 0
     for seed in range(20):
-        rng = np.random.default_rng(9400 + seed)
-        raw = random_raw(rng, nodes=7, ties=0, forbid=0.0, forbid_pairs=0.0, max_labels=3)
-        if raw.limit is None or brute_force(raw) is None:
+        case = _limited_case(9400 + seed)
+        if case is None:
             continue
-        start = next(guess for guess in itertools.product(*(range(len(u)) for u in raw.unary))
-                     if cost_of(raw, guess) is not None)
+        raw, _, start = case
         problem = build(raw)
         runs = [lns.improve_peak(problem, start, time.perf_counter() + 60.0, SolveOptions(),
                                  rounds=3, work=0.2, max_nodes=4) for _ in range(2)]
@@ -162,3 +157,17 @@ def test_peak_windows_keep_the_limit_and_never_worsen() -> None:
         assert cost_of(raw, runs[0][0]) <= cost_of(raw, start)
         checked += 1
     assert checked >= 8
+
+
+def _limited_case(seed: int):
+    """A random 7-node problem with a memory limit, its brute-force optimum and the first
+    feasible assignment in lexicographic order (a poor start), or ``None`` when it has no
+    limit or no feasible assignment."""
+    rng = np.random.default_rng(seed)
+    raw = random_raw(rng, nodes=7, ties=0, forbid=0.0, forbid_pairs=0.0, max_labels=3)
+    found = brute_force(raw)
+    if raw.limit is None or found is None:
+        return None
+    start = next(guess for guess in itertools.product(*(range(len(u)) for u in raw.unary))
+                 if cost_of(raw, guess) is not None)
+    return raw, found, start
