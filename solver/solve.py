@@ -335,9 +335,9 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
     if core.num_nodes == 0:
         return Search(start, 0, Status.OPTIMAL, first_ms)
     if start is not None and _penalised(core):
-        start = _penalty_searched(core, start, deadline, laps)
+        start = _penalty_searched(core, start, deadline, laps, options.num_workers)
     elif start is not None and not _modelled_whole(core, options):
-        start = _narrowed_penalty_searched(core, start, deadline, laps)
+        start = _narrowed_penalty_searched(core, start, deadline, laps, options.num_workers)
     if start is not None and not _modelled_whole(core, options):
         return _window_search(core, start, first_ms, options, deadline, laps, report)
     if model is None and not _modelled_whole(core, options):
@@ -383,11 +383,13 @@ def _penalised(core: Problem) -> bool:
             and max(map(len, core.unary)) <= PENALTY_LABELS)
 
 
-def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps) -> Answer:
+def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
+                      workers: int = 2) -> Answer:
     """``start``, or the cheapest answer of toulbar2 with bisected memory penalties:
-    two searches with the same rounds, one as it comes and one whose toulbar2 dives
-    are hinted by the cheapest answer known (``start`` first), the hinted one in a
-    child process on the other core (toulbar2 uses one). Each helps where the other
+    with ``workers`` of 2 or more (the solve's ``num_workers``), two searches with the
+    same rounds, one as it comes and one whose toulbar2 dives are hinted by the cheapest
+    answer known (``start`` first), the hinted one in a child process on the other core
+    (toulbar2 uses one); with one worker, the first alone. Each helps where the other
     stalls: at fixed work, contest U 1.123 -> 1.031 of the best published with the
     hint, K 1.021 -> 1.294 and N 1.059 -> 1.089 with it (BENCHMARKS.md). On equal
     costs the unhinted answer is kept."""
@@ -396,13 +398,14 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps)
                      max(PENALTY_MIN_BACKTRACKS, PENALTY_SEARCH // entries))
     cut = time.perf_counter() + PENALTY_SHARE * max(0.0, deadline - time.perf_counter())
     rounds = PENALTY_ROUNDS if entries <= PENALTY_LARGE_ENTRIES else PENALTY_LARGE_ROUNDS
-    hinted = beside(lambda: penalty_search(core, rounds, backtracks, deadline=cut,
-                                           hint=start.labels))
+    hinted = None if workers < 2 else beside(
+        lambda: penalty_search(core, rounds, backtracks, deadline=cut, hint=start.labels))
     found = [penalty_search(core, rounds, backtracks, deadline=cut)]
-    try:
-        found.append(hinted.result())
-    except NotBeside:
-        pass  # the child died: the unhinted search's answer stands
+    if hinted is not None:
+        try:
+            found.append(hinted.result())
+        except NotBeside:
+            pass  # the child died: the unhinted search's answer stands
     laps.lap("penalties")
     for labels, _ in sorted((f for f in found if f is not None), key=lambda f: f[1]):
         answer = _feasible(core, labels)
@@ -417,8 +420,8 @@ def _wide(core: Problem) -> bool:
             and max(map(len, core.unary), default=0) > PENALTY_FIXED_LABELS)
 
 
-def _narrowed_penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps
-                               ) -> Answer:
+def _narrowed_penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
+                               workers: int = 2) -> Answer:
     """``start``, or the cheaper answer of the penalty search on ``core`` with its nodes
     of more than PENALTY_FIXED_LABELS labels fixed at ``start``'s labels (when that
     leaves a core the penalty search takes)."""
@@ -429,7 +432,7 @@ def _narrowed_penalty_searched(core: Problem, start: Answer, deadline: float, la
     if not _penalised(narrow):
         return start
     found = _penalty_searched(narrow, Answer(tuple(start.labels[v] for v in nodes), BAD_COST),
-                              deadline, laps)
+                              deadline, laps, workers)
     if found.cost == BAD_COST:
         return start
     labels = list(start.labels)

@@ -109,6 +109,10 @@ def test_both_searches_the_same_answer_beside_or_in_turn(monkeypatch) -> None:
              for hint in (None, smallest)]
     cheapest = min([start.cost] + [found[1] for found in alone if found is not None])
     assert forked.cost == cheapest == cost_of(raw, forked.labels)
+    # With one worker (num_workers=1) no child is started: the unhinted search alone.
+    monkeypatch.setattr(solve_module, "beside", None)
+    single = _penalty_searched(problem, start, time.perf_counter() + 60, Laps(), workers=1)
+    assert single.cost == min([start.cost] + ([alone[0][1]] if alone[0] else []))
 
 
 def test_ties_are_refused() -> None:
