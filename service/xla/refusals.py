@@ -22,7 +22,9 @@ custom-call operand that is not dim-0-major); that refusal carries XLA's own mes
 
 from __future__ import annotations
 
-from hlo.ir import Module
+from collections.abc import Iterator
+
+from hlo.ir import Computation, Instruction, Module
 from hlo.shape import ArrayShape, TupleShape, leaf_arrays
 from service.xla.adapters import adaptable_reason
 
@@ -53,35 +55,36 @@ def _fused_computations(module: Module) -> set[str]:
     }
 
 
-def _opcode_reason(module: Module) -> str | None:
+def _unfused(module: Module) -> Iterator[tuple[Computation, Instruction]]:
+    """Every instruction outside a fusion, with its computation."""
     fused = _fused_computations(module)
     for comp in module.computations:
-        if comp.name in fused:
-            continue
-        for instr in comp.instructions:
-            why = UNSUPPORTED_OPCODES.get(instr.opcode)
-            if why is not None:
-                return f"%{instr.name} is a {instr.opcode}: {why}"
+        if comp.name not in fused:
+            for instr in comp.instructions:
+                yield comp, instr
+
+
+def _opcode_reason(module: Module) -> str | None:
+    for _, instr in _unfused(module):
+        why = UNSUPPORTED_OPCODES.get(instr.opcode)
+        if why is not None:
+            return f"%{instr.name} is a {instr.opcode}: {why}"
     return None
 
 
 def _dot_reason(module: Module) -> str | None:
     """A ``dot`` outside a fusion in element types XLA:CPU's unfused dot lacks (module
     docstring)."""
-    fused = _fused_computations(module)
-    for comp in module.computations:
-        if comp.name in fused:
+    for comp, instr in _unfused(module):
+        if instr.opcode != "dot" or not isinstance(instr.shape, ArrayShape):
             continue
         shapes = {i.name: i.shape for i in comp.instructions}
-        for instr in comp.instructions:
-            if instr.opcode != "dot" or not isinstance(instr.shape, ArrayShape):
-                continue
-            types = [getattr(shapes.get(o), "element_type", None) for o in instr.operands[:2]]
-            result = instr.shape.element_type
-            if "bf16" in (*types, result) or (set(types) == {"f16"} and result != "f16"):
-                return (f"%{instr.name} in {comp.name} is a {' x '.join(map(str, types))} = "
-                        f"{result} dot: XLA:CPU's unfused dot has none (it refuses XLA's own "
-                        "layouts too)")
+        types = [getattr(shapes.get(o), "element_type", None) for o in instr.operands[:2]]
+        result = instr.shape.element_type
+        if "bf16" in (*types, result) or (set(types) == {"f16"} and result != "f16"):
+            return (f"%{instr.name} in {comp.name} is a {' x '.join(map(str, types))} = "
+                    f"{result} dot: XLA:CPU's unfused dot has none (it refuses XLA's own "
+                    "layouts too)")
     return None
 
 
