@@ -27,6 +27,7 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
+from solver.flat import ranges
 from solver.problem import Problem
 
 #: Certified multipliers are multiples of ``2**-SHIFT`` (in scaled cost units).
@@ -74,8 +75,7 @@ class MemoryRows:
         nodes = np.array([use.node for use in problem.memory], np.int64)
         counts = sizes[nodes]
         use = np.repeat(np.arange(len(nodes)), counts)
-        place = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        place += node_first[nodes][use]
+        place = ranges(node_first[nodes], counts)
         usage = np.concatenate([m.usage for m in problem.memory]).astype(np.int64)
         pair = np.flatnonzero(kept[place] & (usage > 0))
         return MemoryRows(
@@ -193,13 +193,12 @@ def exact_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray
     sizes = np.diff(node_start)
     owner = np.repeat(np.arange(len(sizes)), sizes)
     nodes = np.unique(owner[rows.pair_slot])
-    slots = np.concatenate([np.arange(node_start[u], node_start[u + 1]) for u in nodes])
+    slots = ranges(node_start[nodes], sizes[nodes])
     column = np.full(len(node), -1, np.int64)
     column[slots] = np.arange(len(slots))
     uses, labels = len(rows.first), len(slots)
     span = rows.last - rows.first
-    check = np.repeat(rows.first, span) + np.arange(int(span.sum())) - np.repeat(
-        np.cumsum(span) - span, span)
+    check = ranges(rows.first, span)
     live = coo_matrix((np.ones(len(check)), (check, labels + np.repeat(np.arange(uses), span))),
                       shape=(rows.checks, labels + uses)).tocsr()
     usage_scale = max(1.0, float(rows.pair_usage.max(initial=1)))

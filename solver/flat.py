@@ -148,7 +148,7 @@ class Flat:
         """Per node in ``nodes``: its best label (first on ties) and that value."""
         starts = self.off[nodes]
         k = self.k[nodes]
-        pos = np.repeat(starts, k) + (np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k))
+        pos = ranges(starts, k)
         vals = values[pos]
         seg = np.zeros(len(nodes), np.int64)
         np.cumsum(k[:-1], out=seg[1:])
