@@ -248,9 +248,10 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
     if target.standalone == 1.0:
         return want, ns, why, ns, f"transpose moves data: {why}"
     if stride < target.standalone_min_stride:
-        near = _two_dims(src) and physical_bytes(src) >= target.standalone_near_min_bytes
+        dims = _dims_over_one(src)
+        near = dims == 2 and physical_bytes(src) >= target.standalone_near_min_bytes
         slower = target.standalone_near if near else 1.0
-        if slower == 1.0 and target.standalone_row_ns is not None and _dims_over_one(src) > 2:
+        if slower == 1.0 and target.standalone_row_ns is not None and dims > 2:
             # XLA:CPU's elementwise loop does not pay per run of a short minor dim as its
             # copy loop does (measured, the copy-rows calibration groups; 2-D ones aside).
             alone, alone_why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "",
@@ -270,11 +271,6 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
     return want, ns, why, math.ceil(ns * slower), (
         f"transpose moves data: {why}; x{slower:.3g}: a standalone transpose, slower than a "
         f"copy doing the same movement (reads {stride} bytes apart)")
-
-
-def _two_dims(shape: ArrayShape) -> bool:
-    """Whether exactly two dims of ``shape`` have more than one element."""
-    return _dims_over_one(shape) == 2
 
 
 def _dims_over_one(shape: ArrayShape) -> int:
