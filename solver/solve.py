@@ -459,11 +459,7 @@ def _windowed(core: Problem, start: Answer, options: SolveOptions, deadline: flo
     improved, _ = lns.improve_shifted(core, start.labels, cut, options, windows,
                                       ANNEALED_WINDOW)
     laps.lap(lap)
-    answer = _feasible(core, improved)
-    if answer is None or answer.cost > start.cost:
-        cost = None if answer is None else answer.cost
-        raise SolveError(f"window search answer re-evaluates to {cost}, start was {start.cost}")
-    return answer
+    return _no_worse(core, start, improved, "window search")
 
 
 def _peaked(core: Problem, start: Answer, options: SolveOptions, deadline: float,
@@ -474,10 +470,16 @@ def _peaked(core: Problem, start: Answer, options: SolveOptions, deadline: float
     improved, _ = lns.improve_peak(core, start.labels, cut, options, PEAK_ROUNDS, PEAK_WORK,
                                    PEAK_NODES)
     laps.lap("peak-windows")
-    answer = _feasible(core, improved)
+    return _no_worse(core, start, improved, "peak window")
+
+
+def _no_worse(core: Problem, start: Answer, improved: Sequence[int], what: str) -> Answer:
+    """``improved`` as an answer, checked to keep every rule and cost at most ``start``
+    (a search that only ever takes cheaper answers: anything else is a bug)."""
+    answer = _feasible(core, tuple(improved))
     if answer is None or answer.cost > start.cost:
         cost = None if answer is None else answer.cost
-        raise SolveError(f"peak window answer re-evaluates to {cost}, start was {start.cost}")
+        raise SolveError(f"{what} answer re-evaluates to {cost}, start was {start.cost}")
     return answer
 
 
