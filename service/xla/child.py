@@ -7,8 +7,11 @@ is none. One job, one mode:
 
 - ``run``: compile each module through the ``PRE_SCHEDULER`` swap (XLA schedules and emits the
   module we give it, with exactly its layouts; keys listed in ``plain`` go through XLA's whole
-  pipeline instead: its own layouts and fusion, the semantics oracle), feed it the inputs in its entry parameter
-  layouts, write every output leaf to ``OUT/KEY.npz``; with ``reps > 0`` then time the modules
+  pipeline instead: its own layouts and fusion, the semantics oracle; keys in ``pinned``, a
+  key -> ``{"params": [...], "results": [...]}`` map of minor_to_major texts, go through the
+  whole pipeline with those entry layouts fixed: how single-op microbenchmarks run on a
+  backend whose emitter takes only fused modules, such as XLA:GPU), feed it the inputs in its
+  entry parameter layouts, write every output leaf to ``OUT/KEY.npz``; with ``reps > 0`` then time the modules
   round by round in the ``order`` given (a label may repeat: the reference twice is A/B/A), on
   one shared set of input buffers per parameter layout.
 - ``layouts``: compile with only XLA's ``layout-assignment`` pass enabled and return the module
@@ -20,6 +23,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import sys
 import time
 
@@ -46,28 +50,115 @@ def _dtypes():
     return {k: np.dtype(v) for k, v in names.items()}
 
 
+def _private_jax():
+    """jaxlib's extension module (``_jax``; ``xla_extension`` before jaxlib 0.7)."""
+    try:
+        from jax._src.lib import _jax
+    except ImportError:
+        from jax._src.lib import xla_extension as _jax
+    return _jax
+
+
+def _private_hlo():
+    """The module with ``hlo_module_from_text`` and ``XlaComputation``."""
+    try:
+        from jaxlib import _hlo
+    except ImportError:
+        return _private_jax()
+    return _hlo
+
+
+def _layout_classes():
+    """jax's ``(Format, Layout)``: a sharding with a layout, and the layout."""
+    try:
+        from jax.experimental.layout import Format, Layout
+    except ImportError:
+        from jax.layout import Format, Layout  # type: ignore[no-redef]
+    return Format, Layout
+
+
+def _minor_to_major_text(layout) -> str:
+    """``{1,0}`` for a layout jax reports for an executable's parameter or output."""
+    for get in (lambda x: x._xla_layout().minor_to_major(), lambda x: x.minor_to_major()):
+        try:
+            return "{" + ",".join(str(d) for d in get(layout)) + "}"
+        except AttributeError:
+            continue
+    text = str(layout)
+    found = re.search(r"\{([0-9,]*)", text)
+    return "{" + found.group(1) + "}" if found else text
+
+
+def pin_entry_layouts(mlir: str, params: list[str], results: list[str]) -> str:
+    """``mlir`` with ``mhlo.layout_mode`` set on the entry function's arguments and results
+    (how jax asks XLA for given entry layouts)."""
+    from jax._src.interpreters import mlir as jax_mlir
+    from jax._src.lib.mlir import ir
+
+    with jax_mlir.make_ir_context():
+        module = ir.Module.parse(mlir)
+        main = next(op for op in module.body.operations
+                    if "sym_name" in op.attributes
+                    and ir.StringAttr(op.attributes["sym_name"]).value == "main")
+        kinds = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        if len(kinds.inputs) != len(params) or len(kinds.results) != len(results):
+            raise RuntimeError(
+                f"the entry function takes {len(kinds.inputs)} arguments and returns "
+                f"{len(kinds.results)} results; {len(params)} and {len(results)} layouts given")
+
+        def attrs(layouts: list[str]):
+            return ir.ArrayAttr.get([ir.DictAttr.get({"mhlo.layout_mode": ir.StringAttr.get(x)})
+                                     for x in layouts])
+
+        main.attributes["arg_attrs"] = attrs(params)
+        main.attributes["res_attrs"] = attrs(results)
+        return str(module)
+
+
 class Compiler:
-    """Compiles HLO text on the CPU backend, swapping the given module in at PRE_SCHEDULER."""
+    """Compiles HLO text on a jax backend: swapped in at PRE_SCHEDULER (exactly its layouts;
+    XLA:CPU), through XLA's whole pipeline (``plain``), or through the whole pipeline with its
+    entry layouts pinned (``pinned``)."""
 
     def __init__(self, platform: str = "cpu") -> None:
         import jax
 
         jax.config.update("jax_enable_x64", True)
-        import jax.extend.xla as jx
-        import jaxlib.lapack
-        from jax._src.lib import _jax
         from jax.extend import backend as jb
-        from jaxlib import _hlo
 
-        jaxlib.lapack._lapack.initialize()  # LAPACK custom-calls segfault without it
-        self.jax, self._jax, self._hlo = jax, _jax, _hlo
+        self.jax, self._jax, self._hlo = jax, _private_jax(), _private_hlo()
+        if platform == "cpu":
+            try:  # LAPACK custom-calls segfault without it (jaxlib 0.10)
+                import jaxlib.lapack
+
+                jaxlib.lapack._lapack.initialize()
+            except (ImportError, AttributeError):
+                pass
+        self.platform = platform
         self.backend = jb.get_backend(platform)
         self.device = self.backend.devices()[0]
         self._swap: tuple[str, bytes] | None = None
+        self._hooked = False
         self.swapped = False
-        jx.register_hlo_module_transformation(
-            self._callback, name="hlo_layout_swap", stage=jx.PipelineStage.PRE_SCHEDULER,
-            platforms=platform)
+
+    def _hook(self) -> None:
+        """Register the PRE_SCHEDULER swap once, on the first swapped compile."""
+        if self._hooked:
+            return
+        import jax.extend.xla as jx
+
+        # The hook names the PJRT plugin ("cuda"), which a backend asked for as "gpu" is.
+        names = dict.fromkeys([self.platform, self.backend.platform, "cuda", "rocm"])
+        for i, name in enumerate(names):
+            try:
+                jx.register_hlo_module_transformation(
+                    self._callback, name="hlo_layout_swap",
+                    stage=jx.PipelineStage.PRE_SCHEDULER, platforms=name)
+                break
+            except Exception:  # not this plugin's name: the next one, or the last error
+                if i == len(names) - 1:
+                    raise
+        self._hooked = True
 
     def _callback(self, serialized: bytes) -> bytes | None:
         # Every compile in the process passes here (device_put with a layout compiles too).
@@ -79,11 +170,19 @@ class Compiler:
     def _mlir(self, text: str) -> tuple[str, bytes, str]:
         proto = self._hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
         comp = self._hlo.XlaComputation(proto)
-        return comp.name(), proto, self._jax.mlir.xla_computation_to_mlir_module(comp)
+        convert = getattr(self._jax.mlir, "xla_computation_to_mlir_module", None)
+        if convert is not None:
+            return comp.name(), proto, convert(comp)
+        from jax._src.interpreters import mlir as jax_mlir
+        from jax._src.lib.mlir import ir
+
+        with jax_mlir.make_ir_context():  # a newer jaxlib: StableHLO bytecode
+            return comp.name(), proto, str(ir.Module.parse(self._jax.mlir.hlo_to_stablehlo(proto)))
 
     def compile_swapped(self, text: str, carrier: str):
         """Compile ``carrier`` (same name and entry layouts; XLA's passes must accept it) and
         swap ``text`` in at PRE_SCHEDULER: the executable runs ``text`` as written."""
+        self._hook()
         name, proto, _ = self._mlir(text)
         _, _, mlir = self._mlir(carrier)
         self._swap, self.swapped = (name, proto), False
@@ -99,6 +198,24 @@ class Compiler:
         """XLA's whole pipeline on the module (its own layouts, fusion): its semantics."""
         _, _, mlir = self._mlir(text)
         return self.backend.compile_and_load(mlir, self._jax.DeviceList((self.device,)))
+
+    def compile_pinned(self, text: str, params: list[str], results: list[str]):
+        """XLA's whole pipeline with the entry layouts pinned to ``params`` and ``results``
+        (minor_to_major texts such as ``{0,1}``, one per parameter and per result leaf): XLA
+        fuses and emits the module for its backend, and an op whose operands and results are
+        all entry arrays runs on exactly those layouts. Raises when the executable's entry
+        layouts are not the ones asked for."""
+        _, _, mlir = self._mlir(text)
+        exe = self.backend.compile_and_load(pin_entry_layouts(mlir, params, results),
+                                            self._jax.DeviceList((self.device,)))
+        got_params = [_minor_to_major_text(x) for x in exe.get_parameter_layouts()]
+        got_results = [_minor_to_major_text(x) for x in exe.get_output_layouts()]
+        if got_params != list(params) or got_results != list(results):
+            raise RuntimeError(
+                f"XLA did not keep the entry layouts: asked ({', '.join(params)}) -> "
+                f"({', '.join(results)}), compiled ({', '.join(got_params)}) -> "
+                f"({', '.join(got_results)})")
+        return exe
 
     def layout_assignment(self, text: str, dump_dir: str) -> str:
         _, _, mlir = self._mlir(text)
@@ -126,7 +243,6 @@ class Inputs:
         self.compiler, self.arrays, self._buffers = compiler, arrays, {}
 
     def for_executable(self, exe) -> list:
-        from jax.experimental.layout import Format, Layout
         from jax.sharding import SingleDeviceSharding
 
         layouts = exe.get_parameter_layouts()
@@ -135,13 +251,16 @@ class Inputs:
                                f"{len(self.arrays)} inputs given")
         out = []
         for i, (array, layout) in enumerate(zip(self.arrays, layouts)):
-            minor_to_major = tuple(layout._xla_layout().minor_to_major())
+            minor_to_major = tuple(int(d) for d in _minor_to_major_text(layout)[1:-1].split(",")
+                                   if d)
             key = (i, minor_to_major)
             if key not in self._buffers:
                 major_to_minor = tuple(reversed(minor_to_major))
-                fmt = Format(Layout(major_to_minor=major_to_minor),
-                             SingleDeviceSharding(self.compiler.device))
-                self._buffers[key] = self.compiler.jax.device_put(array, fmt)
+                where = SingleDeviceSharding(self.compiler.device)
+                if major_to_minor != tuple(range(len(major_to_minor))):
+                    format_, layout_ = _layout_classes()
+                    where = format_(layout_(major_to_minor=major_to_minor), where)
+                self._buffers[key] = self.compiler.jax.device_put(array, where)
                 self._buffers[key].block_until_ready()
             out.append(self._buffers[key])
         return out
@@ -167,10 +286,12 @@ def _load_inputs(job: dict) -> list:
     return arrays
 
 
-def _save_outputs(leaves: list, path: str) -> list[str]:
+def _save_outputs(leaves: list, path: str | None) -> list[str]:
     import numpy as np
 
     names = {v: k for k, v in _dtypes().items()}
+    if path is None:  # only the types: the caller times the modules, it compares nothing
+        return [names[np.dtype(leaf.dtype)] for leaf in leaves]
     arrays = [np.asarray(leaf) for leaf in leaves]
     raw = {f"o{i}": x if x.dtype == np.bool_ else x.view(f"u{x.dtype.itemsize}")
            for i, x in enumerate(arrays)}
@@ -178,16 +299,23 @@ def _save_outputs(leaves: list, path: str) -> list[str]:
     return [names[x.dtype] for x in arrays]
 
 
+def _describe(compiler: Compiler) -> dict[str, str]:
+    """The jax version and the device kind the modules run with (empty where unknown)."""
+    return {"jax": str(getattr(getattr(compiler, "jax", None), "__version__", "")),
+            "device": str(getattr(getattr(compiler, "device", None), "device_kind", ""))}
+
+
 def run(job: dict) -> dict:
     cpu = _pin(job.get("cpu"))
     compiler = Compiler(job.get("platform", "cpu"))
     inputs = Inputs(compiler, _load_inputs(job))
-    executables, result = {}, {"cpu": cpu, "modules": {}, "times_ms": {}}
+    executables, result = {}, {"cpu": cpu, "modules": {}, "times_ms": {}, **_describe(compiler)}
     for key, path in job["modules"].items():
         try:
-            exe = _compile(compiler, path, key in job.get("plain", ()))
+            exe = _compile(compiler, path, key, job)
             leaves = _execute(exe, inputs.for_executable(exe))
-            types = _save_outputs(leaves, os.path.join(job["out"], f"{key}.npz"))
+            types = _save_outputs(leaves, os.path.join(job["out"], f"{key}.npz")
+                                  if job.get("outputs", True) else None)
         except Exception as exc:  # XLA refused it: its message is the reason
             result["modules"][key] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
@@ -200,7 +328,7 @@ def run(job: dict) -> dict:
         # buffers warmer than any candidate and measured faster than identical copies of it.
         if key not in executables:
             base = key.split("#")[0]
-            executables[key] = _compile(compiler, job["modules"][base], base in job.get("plain", ()))
+            executables[key] = _compile(compiler, job["modules"][base], base, job)
     reps = int(job.get("reps", 0)) if order else 0
     buffers = {key: inputs.for_executable(executables[key]) for key in order}
     for _ in range(int(job.get("warmup", 1)) if reps else 0):
@@ -219,12 +347,16 @@ def run(job: dict) -> dict:
     return result
 
 
-def _compile(compiler: Compiler, path: str, plain: bool):
-    """The executable of the module at ``path``: swapped in, or through XLA's whole pipeline."""
+def _compile(compiler: Compiler, path: str, key: str, job: dict):
+    """The executable of module ``key`` (at ``path``): swapped in, through XLA's whole
+    pipeline (``plain``), or through it with its entry layouts pinned (``pinned``)."""
     with open(path) as f:
         text = f.read()
-    if plain:
+    if key in job.get("plain", ()):
         return compiler.compile_plain(text)
+    pins = job.get("pinned", {}).get(key)
+    if pins is not None:
+        return compiler.compile_pinned(text, pins["params"], pins["results"])
     with open(path[: -len(".hlo")] + ".carrier.hlo") as f:
         return compiler.compile_swapped(text, f.read())
 

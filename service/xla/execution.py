@@ -48,10 +48,10 @@ from hlo.errors import HloError
 from hlo.interpreter.values import dtype_of, element_type_of, from_bits, to_bits
 from hlo.ir import Module
 from hlo.printer import print_module
-from hlo.shape import ArrayShape
+from hlo.shape import ArrayShape, leaf_arrays
 from service.xla.adapters import adapt_for_xla
 from service.xla.availability import require_xla
-from service.xla.refusals import parameter_reason, refusal_reason
+from service.xla.refusals import parameter_reason, pinned_reason, refusal_reason
 
 CHILD = Path(__file__).with_name("child.py")
 #: Float inputs are normal with this standard deviation (keeps exp/tanh chains well-conditioned).
@@ -121,6 +121,8 @@ class Measurement:
     rtol: float = 0.0
     cpu: int | None = None
     seed: int = 0
+    jax_version: str = ""  # the jax the child ran
+    device: str = ""  # the device it ran on, as jax names its kind
 
     def ratio(self, index: int) -> PairedRatio | None:
         """Paired time ratio of module ``index`` over the reference: per round, over the mean
@@ -157,14 +159,21 @@ def run_modules(
     pin_cpu: bool = True,
     timeout_s: float = 600.0,
     plain: Collection[str] = (),
+    pinned: Collection[str] = (),
     platform: str = "cpu",
+    outputs: bool = True,
 ) -> Measurement:
     """Run every module on the same inputs; with ``reps > 0`` also time them (see module doc).
 
     Modules whose label is in ``plain`` are not swapped in: XLA compiles them through its
     whole pipeline (its own layouts, fusion), which gives their semantics whatever layouts
     they carry (ORACLES §2), e.g. the original module that a rewrite must agree with.
-    ``platform`` names the jax backend (measured only on ``cpu`` so far).
+    Modules in ``pinned`` go through the whole pipeline with their entry layouts fixed as
+    written (:func:`entry_pins`): XLA chooses every other layout and fuses, so only a module
+    whose ops read and write entry arrays alone (a microbenchmark) runs on exactly its
+    layouts; XLA:GPU's emitter takes no unfused module, so this is how it runs ours.
+    ``platform`` names the jax backend (``cpu``, ``gpu``, ...): the swap is measured on
+    ``cpu`` only. ``outputs=False``: the outputs are not brought back (timing alone).
     """
     require_xla()
     if not modules:
@@ -173,7 +182,9 @@ def run_modules(
     if len(set(labels)) != len(labels):
         raise ValueError(f"module labels must be distinct: {labels}")
     reference = modules[0][1]
-    refusals = {label: parameter_reason(module) if label in plain else refusal_reason(module)
+    whole = set(plain) | set(pinned)
+    refusals = {label: (pinned_reason(module) if label in pinned else parameter_reason(module)
+                        if label in plain else refusal_reason(module))
                 for label, module in modules}
     signature = _signature(reference)
     for label, module in modules[1:]:
@@ -188,35 +199,64 @@ def run_modules(
         for k, (label, module) in enumerate(modules):
             if refusals[label] is None:
                 keys[label] = f"m{k}"
-                runs = module if label in plain else adapt_for_xla(module)
+                runs = (pinned_form(module) if label in pinned else module if label in plain
+                        else adapt_for_xla(module))
                 (work / f"m{k}.hlo").write_text(print_module(runs))
-                (work / f"m{k}.carrier.hlo").write_text(print_module(carrier(module)))
+                if label not in whole:
+                    (work / f"m{k}.carrier.hlo").write_text(print_module(carrier(module)))
         _write_inputs(work / "inputs.npz", inputs)
         result, crash = {}, None
-        plain_keys = [keys[label] for label in plain if label in keys]
+        how = {"plain": [keys[label] for label in plain if label in keys],
+               "pinned": {keys[label]: entry_pins(module) for label, module in modules
+                          if label in pinned and label in keys},
+               "platform": platform, "outputs": outputs}
         if keys:
-            result, crash = _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s,
-                                       plain_keys)
+            result, crash = _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, how)
         if crash is not None:
             result = _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, crash,
-                              plain_keys)
+                              how)
         executions = []
         for label, _ in modules:
             executions.append(_execution(work, label, keys.get(label), result, refusals))
         again = result.get("times_ms", {}).get(keys.get(labels[0], "") + _AGAIN, [])
     return Measurement(tuple(executions), tuple(again), module_tolerance(*(m for _, m in modules)),
-                       result.get("cpu"), seed)
+                       result.get("cpu"), seed, result.get("jax", ""), result.get("device", ""))
+
+
+def entry_pins(module: Module) -> dict[str, list[str]]:
+    """The entry layouts of ``module`` as the child pins them: one ``{1,0}`` text per
+    parameter and per leaf of the result (a tiled layout is refused before:
+    :func:`~service.xla.refusals.pinned_reason`)."""
+    def text(shape: ArrayShape) -> str:
+        return "{" + ",".join(map(str, shape.effective_layout().minor_to_major)) + "}"
+
+    params = [text(a) for p in module.entry.parameter_instructions()
+              for _, a in leaf_arrays(p.shape)]
+    results = [text(a) for _, a in leaf_arrays(module.entry.root_instruction.shape)]
+    return {"params": params, "results": results}
 
 
 def carrier(module: Module) -> Module:
-    """The module XLA compiles before the swap: ``module`` with each ``bitcast`` written as a
-    ``reshape``. XLA's layout assignment rejects a bitcast in its input ("unexpected bitcast"),
-    and what this module computes does not matter: only its name and entry layouts do, since
-    the module that runs is swapped in after XLA's passes."""
+    """The module XLA compiles before the swap: ``module`` with each ``bitcast`` and ``copy``
+    written as a ``reshape``. XLA's layout assignment rejects a bitcast in its input
+    ("unexpected bitcast"), a newer jax's StableHLO legalization a copy (jax 0.11.2), and what
+    this module computes does not matter: only its name and entry layouts do, since the
+    module that runs is swapped in after XLA's passes."""
+    return _relabelled(module, {"bitcast", "copy"})
+
+
+def pinned_form(module: Module) -> Module:
+    """``module`` as the pinned path hands it to XLA: each ``copy`` written as the
+    ``reshape`` to its own shape that it is, value for value (a newer jax's StableHLO
+    legalization refuses ``mhlo.copy``: measured with jax 0.11.2 on XLA:GPU). The pinned
+    entry layouts, not the copy, make XLA move the data."""
+    return _relabelled(module, {"copy"})
+
+
+def _relabelled(module: Module, opcodes: set[str]) -> Module:
+    """``module`` with every instruction of ``opcodes`` written as a ``reshape``."""
     def relabel(instr):
-        if instr.opcode != "bitcast":
-            return instr
-        return dataclasses.replace(instr, opcode="reshape")
+        return dataclasses.replace(instr, opcode="reshape") if instr.opcode in opcodes else instr
 
     return dataclasses.replace(module, computations=tuple(
         dataclasses.replace(comp, instructions=tuple(relabel(i) for i in comp.instructions))
@@ -233,8 +273,10 @@ def _write_inputs(path: Path, inputs: Sequence[np.ndarray]) -> None:
                       for i, a in enumerate(inputs)})
 
 
-def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, plain=(), platform="cpu"):
-    """(result, None), or ({}, why) when the child died without a result."""
+def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, how=None):
+    """(result, None), or ({}, why) when the child died without a result. ``how``: which keys
+    are ``plain`` and ``pinned``, and the ``platform``."""
+    how = how or {}
     order = _round_order(list(keys.values())) if reps > 0 else list(keys.values())
     job = {
         "mode": "run",
@@ -245,8 +287,10 @@ def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, plain=(), p
         "order": order if reps > 0 else [],
         "reps": reps,
         "warmup": warmup,
-        "plain": list(plain),
-        "platform": platform,
+        "plain": list(how.get("plain", ())),
+        "pinned": {k: v for k, v in how.get("pinned", {}).items() if k in keys.values()},
+        "platform": how.get("platform", "cpu"),
+        "outputs": how.get("outputs", True),
         "cpu": 10**6 if pin_cpu else None,  # not an allowed CPU: the child takes the last one
     }
     return call_child(work, job, timeout_s)
@@ -313,11 +357,11 @@ def abort_message(returncode: int, stderr: str) -> str:
     return f"XLA's process failed (exit {returncode}): {picked}"
 
 
-def _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, crash, plain):
+def _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, crash, how):
     """The joint run died: run each module alone to find who killed it, then time the rest."""
     survivors = {}
     for label, key in keys.items():
-        _, died = _run_child(work, {label: key}, inputs, 0, 0, pin_cpu, timeout_s, plain)
+        _, died = _run_child(work, {label: key}, inputs, 0, 0, pin_cpu, timeout_s, how)
         if died is None:
             survivors[label] = key
         else:
@@ -326,7 +370,7 @@ def _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, cra
         del keys[label]
     if not survivors:
         return {}
-    result, died = _run_child(work, survivors, inputs, reps, warmup, pin_cpu, timeout_s, plain)
+    result, died = _run_child(work, survivors, inputs, reps, warmup, pin_cpu, timeout_s, how)
     if died is not None:
         for label in survivors:
             refusals[label] = f"{died} (while timing the modules together; {crash})"
@@ -344,9 +388,9 @@ def _execution(work: Path, label: str, key: str | None, result: dict, refusals: 
         return Execution(label, refusal=f"XLA failed: {why}" if why else refusals.get(label) or "not run")
     if "error" in entry:
         return Execution(label, refusal=f"XLA refused to compile or run it: {entry['error']}")
-    data = np.load(work / f"{key}.npz")
     outputs = []
-    for i, t in enumerate(entry["types"]):
+    data = np.load(work / f"{key}.npz") if (work / f"{key}.npz").exists() else {}
+    for i, t in enumerate(entry["types"] if data else ()):
         raw = data[f"o{i}"]
         outputs.append(raw.astype(bool) if t == "pred" else from_bits(raw, dtype_of(t)))
     times = tuple(result.get("times_ms", {}).get(key, ()))

@@ -117,3 +117,24 @@ def parameter_reason(module: Module) -> str | None:
         if param.shape.dynamic and any(param.shape.dynamic):
             return f"entry parameter %{param.name} has dynamic dimensions"
     return None
+
+
+def pinned_reason(module: Module) -> str | None:
+    """Why ``module`` cannot go through XLA's whole pipeline with its entry layouts pinned,
+    or ``None``: its parameters (:func:`parameter_reason`), a ``bitcast`` (XLA's layout
+    assignment takes none in its input, and one cannot be read as a reshape in general) or a
+    tiled entry layout (jax asks for entry layouts as ``minor_to_major`` alone)."""
+    found = parameter_reason(module)
+    if found is not None:
+        return found
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "bitcast":
+                return (f"%{instr.name} is a bitcast: XLA's layout assignment, which this "
+                        "path runs, takes none")
+    entry = [p.shape for p in module.entry.parameter_instructions()]
+    for shape in [*entry, module.entry.root_instruction.shape]:
+        for _, array in leaf_arrays(shape):
+            if array.effective_layout().tiles:
+                return f"entry layout {array} is tiled: the path pins minor_to_major alone"
+    return None
