@@ -58,6 +58,7 @@ Example: samples made from bandwidth 10 GB/s, fixed 500 ns, minor 3 give back ex
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -73,6 +74,7 @@ class Sample:
     kind: str
     bytes: int
     ns: float  # the op's own time: module median minus its group's base module
+    dtype: str = "f32"
 
 
 #: Movements up to this many bytes (read + written) are fitted as cache-resident.
@@ -300,3 +302,101 @@ def _column_reductions(samples: Sequence[Sample], bandwidth: float,
     every = float(np.median([extra[r] for r in slow]))
     return (float(np.median(narrow)) if narrow else every, slow[0],
             float(np.median(wide)) if wide else every)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceCoefficients:
+    """An accelerator's coefficients (:func:`fit_device`): the movement terms of :func:`fit`
+    on its f32 samples, and what the accelerator's own rules need.
+
+    - ``kernel_ns``: what one more kernel costs inside a module (``kernel_two`` minus
+      ``kernel_one``): the fixed cost of a copy, which the base-subtracted copy line cannot
+      show (every module runs at least one kernel); ``None`` without the pair;
+    - ``minor_by_dtype``: ``copy_minor`` over ``copy`` per dtype, at the sizes both ran;
+    - ``row_reduction_factor``: what a reduction with its kept dim minor (a column
+      reduction) pays beyond the row form, over the transpose that would make it a row
+      one as the model prices it (the ``row_reduction`` rule's ``cost_factor``); the median
+      over the f32 matrices and the ``column_R``/``row_R`` pairs, at least 0;
+    - ``conv_factor``: per dtype, an NCHW convolution's time beyond the NHWC one over the
+      transpose of its input as the model prices it (negative: NCHW is the faster form);
+    - ``dot_ratio``: per dtype, ``dot_tn`` and ``dot_nt`` over ``dot_nn`` (the median over
+      sizes);
+    - ``dot_lhs_ns_per_flop``: per dtype, what a square dot whose lhs is column-major (its
+      non-contracting dim minor) pays beyond the row-major one per flop (``2 n^3``), the
+      median over sizes, at least 0 (a slower GEMM, not a transpose first: it grows with
+      the flops, measured 1.4e-6 and 1.6e-6 ns per flop for f32 at n = 4096 and 8192 on an
+      H200, none for bf16).
+
+    ``base.inline_relayout`` is what ``add_mixed`` pays beyond ``add_same`` as measured, not
+    at least one copy as on ``cpu`` (an accelerator's fused kernel may read a transposed
+    operand at no extra cost), and at least 0.01.
+    """
+
+    base: Coefficients
+    kernel_ns: float | None
+    minor_by_dtype: dict[str, float]
+    row_reduction_factor: float
+    conv_factor: dict[str, float]
+    dot_ratio: dict[str, dict[str, float]]
+    dot_lhs_ns_per_flop: dict[str, float]
+
+
+def fit_device(samples: Sequence[Sample]) -> DeviceCoefficients:
+    """:class:`DeviceCoefficients` from an accelerator's samples (``device_groups``)."""
+    f32 = [s for s in samples if s.dtype == "f32"]
+    base = fit(f32)
+    kernels = {s.kind: s.ns for s in samples if s.kind.startswith("kernel_")}
+    kernel_ns = (max(0.0, kernels["kernel_two"] - kernels["kernel_one"])
+                 if {"kernel_one", "kernel_two"} <= set(kernels) else None)
+
+    def transpose_ns(nbytes: float) -> float:
+        """The model's price of the relayout of ``nbytes`` (read + write, minor moving)."""
+        return 2 * nbytes / base.bandwidth_gb_per_s * base.minor_moving + (kernel_ns or 0.0)
+
+    def by_size(kind: str, dtype: str) -> dict[int, float]:
+        return {s.bytes: s.ns for s in samples if s.kind == kind and s.dtype == dtype}
+
+    minor_by_dtype = {}
+    for dtype in sorted({s.dtype for s in samples if s.kind == "copy_minor"}):
+        plain, minor = by_size("copy", dtype), by_size("copy_minor", dtype)
+        ratios = [minor[b] / plain[b] for b in minor if plain.get(b, 0) > 0]
+        if ratios:
+            minor_by_dtype[dtype] = round(float(np.median(ratios)), 2)
+    row, column = by_size("reduce_minor", "f32"), by_size("reduce_major", "f32")
+    extra = [(column[b] - row[b]) / transpose_ns(b) for b in column if b in row]
+    strided = {s.kind: s for s in samples if s.kind.startswith(("column_", "row_"))}
+    extra += [(strided[k].ns - strided["row_" + k[len("column_"):]].ns)
+              / transpose_ns(strided[k].bytes) for k in strided
+              if k.startswith("column_") and "row_" + k[len("column_"):] in strided]
+    conv_factor = {}
+    for dtype in sorted({s.dtype for s in samples if s.kind == "conv_nhwc"}):
+        nhwc, nchw = by_size("conv_nhwc", dtype), by_size("conv_nchw", dtype)
+        pairs = [(nchw[b] - nhwc[b]) / transpose_ns(b) for b in nchw if b in nhwc]
+        if pairs:
+            conv_factor[dtype] = round(float(np.median(pairs)), 2)
+    dot_ratio: dict[str, dict[str, float]] = {}
+    dot_lhs: dict[str, float] = {}
+    for dtype in sorted({s.dtype for s in samples if s.kind == "dot_nn"}):
+        nn = by_size("dot_nn", dtype)
+        for kind in ("dot_tn", "dot_nt"):
+            other = by_size(kind, dtype)
+            ratios = [other[b] / nn[b] for b in other if nn.get(b, 0) > 0]
+            if ratios:
+                dot_ratio.setdefault(dtype, {})[kind] = round(float(np.median(ratios)), 2)
+        tn, width = by_size("dot_tn", dtype), _ELEMENT_BYTES.get(dtype, 4)
+        per_flop = [(tn[b] - nn[b]) / (2 * round((b / width) ** 0.5) ** 3) for b in tn if b in nn]
+        if per_flop:
+            dot_lhs[dtype] = float(f"{max(0.0, float(np.median(per_flop))):.3g}")
+    same, mixed = by_size("add_same", "f32"), by_size("add_mixed", "f32")
+    inline = [(mixed[b] - same[b]) / (transpose_ns(b) - (kernel_ns or 0.0))
+              for b in mixed if b in same]
+    if inline:
+        base = dataclasses.replace(base, inline_relayout=max(0.01, float(np.median(inline))))
+    return DeviceCoefficients(
+        base, None if kernel_ns is None else round(kernel_ns, 1), minor_by_dtype,
+        round(max(0.0, float(np.median(extra))), 2) if extra else 0.0, conv_factor, dot_ratio,
+        dot_lhs)
+
+
+#: Bytes per element of the dtypes the device groups use.
+_ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "s8": 1, "pred": 1}

@@ -93,8 +93,9 @@ _MAX = ("%sum {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
         "  ROOT %s = f32[] maximum(%a, %b)\n}\n")
 
 
-def matrix_group(t: str, n: int, m: int) -> Group:
-    """Single-operand benchmarks on ``t[n,m]{1,0}``."""
+def matrix_group(t: str, n: int, m: int, bitcast: bool = True) -> Group:
+    """Single-operand benchmarks on ``t[n,m]{1,0}`` (``bitcast=False``: without
+    ``bitcast_reshape``, for a path that compiles through XLA's layout assignment)."""
     p = f"{t}[{n},{m}]{{1,0}}"
     nbytes = n * m * _BYTES[t]
     param = f"%p = {p} parameter(0)"
@@ -123,6 +124,8 @@ def matrix_group(t: str, n: int, m: int) -> Group:
         "bitcast_reshape": ([param, f"%b = {t}[{n * m}]{{0}} bitcast(%p)",
                              f"ROOT %c = {t}[{n * m}]{{0}} copy(%b)"], f"{t}[{n * m}]{{0}}"),
     }
+    if not bitcast:
+        del mods["bitcast_reshape"]
     benches = []
     for kind, (body, result) in mods.items():
         label = f"{kind}_{t}_{n}x{m}"
@@ -149,23 +152,30 @@ def major_group(t: str, n: int, m: int) -> Group:
     return Group(f"{t}[{a},{b},{c}]", tuple(benches))
 
 
-def binary_group(t: str, n: int) -> Group:
-    """``add`` and ``dot`` of two ``[n,n]`` operands, row-major or with one column-major."""
+def binary_group(t: str, n: int, ops: tuple[str, ...] = ("add", "dot")) -> Group:
+    """``add`` and ``dot`` (``ops``) of two ``[n,n]`` operands, row-major or with one
+    column-major. On an accelerator the two ops go in groups of their own: in one group, the
+    base module ran 3.5x slower than in a group of adds alone (0.249 against 0.072 ms
+    beside 3-5 ms dots, H200), which skewed every time measured against it."""
     row, col = f"{t}[{n},{n}]{{1,0}}", f"{t}[{n},{n}]{{0,1}}"
     nbytes = n * n * _BYTES[t]
     one = f"{t}[1,1]{{1,0}}"
-    out = [Bench("base", f"base2_{t}_{n}", _module(
-        f"base2_{t}_{n}", [row, row], [f"%a = {row} parameter(0)", f"%b = {row} parameter(1)",
-                                        f"ROOT %s = {one} slice(%a), slice={{[0:1], [0:1]}}"],
+    tag = "" if ops == ("add", "dot") else "".join(f"_{op}" for op in ops)
+    out = [Bench("base", f"base2{tag}_{t}_{n}", _module(
+        f"base2{tag}_{t}_{n}", [row, row], [f"%a = {row} parameter(0)",
+                                             f"%b = {row} parameter(1)",
+                                             f"ROOT %s = {one} slice(%a), slice={{[0:1], [0:1]}}"],
         one), nbytes, t)]
     for kind, (l0, l1) in (("add_same", (row, row)), ("add_mixed", (row, col)),
                            ("dot_nn", (row, row)), ("dot_tn", (col, row)), ("dot_nt", (row, col))):
+        if kind.split("_")[0] not in ops:
+            continue
         label = f"{kind}_{t}_{n}"
         op = ("dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"
               if kind.startswith("dot") else "add(%a, %b)")
         body = [f"%a = {l0} parameter(0)", f"%b = {l1} parameter(1)", f"ROOT %r = {row} {op}"]
         out.append(Bench(kind, label, _module(label, [l0, l1], body, row), nbytes, t))
-    return Group(f"{t}[{n},{n}]x2", tuple(out))
+    return Group(f"{t}[{n},{n}]x2{tag.replace('_', ' ')}", tuple(out))
 
 
 #: Reduced extents of the column/row reduction group (elements each result element reads).
@@ -329,8 +339,11 @@ def near_transpose_group(n: int, m: int) -> Group:
     return Group(f"f32[{n},{m}] transpose", tuple(benches))
 
 
-def groups(quick: bool = False) -> list[Group]:
-    """Every group, smallest first; ``quick``: one dtype and the two smaller sizes."""
+def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
+    """Every group, smallest first; ``quick``: one dtype and the two smaller sizes. A
+    ``platform`` other than ``cpu`` gets :func:`device_groups`."""
+    if platform != "cpu":
+        return device_groups(quick)
     sizes = SIZES[:2] if quick else SIZES
     dtypes = DTYPES[:1] if quick else DTYPES
     out = [matrix_group(t, n, m) for t in dtypes for n, m in sizes]
@@ -342,3 +355,70 @@ def groups(quick: bool = False) -> list[Group]:
     out += [near_transpose_group(n, m) for n, m in (NEAR_SHAPES[:1] if quick else NEAR_SHAPES)]
     out.append(convolution_group())
     return out
+
+
+#: Operand sizes on an accelerator: large enough that the op, not the host's dispatch of the
+#: module (40-110 us, varying by +-10 us from module to module on an H200), dominates (f32:
+#: 64 MiB to 512 MiB; measured at 16 MiB a copy's own time drowned in that noise).
+DEVICE_SIZES = ((4096, 4096), (8192, 8192), (16384, 8192))
+#: Column/row reduction extents on an accelerator (``reduction_group`` over 2**26 elements).
+DEVICE_EXTENTS = (16, 128, 1024, 8192)
+
+
+def device_groups(quick: bool = False) -> list[Group]:
+    """The groups for an accelerator backend (run with their entry layouts pinned through
+    XLA's whole pipeline): the movement kinds at :data:`DEVICE_SIZES` (f32; the other dtypes
+    at the middle size), 3-D major-only copies, ``add``/``dot`` with one operand in another
+    layout (f32, and bf16 at the larger size), column and row reductions, NHWC against NCHW
+    convolutions, and the cost of one more kernel (:func:`kernel_group`)."""
+    sizes = DEVICE_SIZES[:2] if quick else DEVICE_SIZES
+    out = [matrix_group("f32", n, m, bitcast=False) for n, m in sizes]
+    if not quick:
+        out += [matrix_group(t, *DEVICE_SIZES[1], bitcast=False) for t in DTYPES[1:]]
+    out += [major_group("f32", n, m) for n, m in sizes]
+    out += [binary_group("f32", n, (op,)) for n, _ in sizes[:2] for op in ("add", "dot")]
+    if not quick:
+        out += [binary_group("bf16", DEVICE_SIZES[1][0], (op,)) for op in ("add", "dot")]
+    out += [reduction_group(r, 1 << 26)
+            for r in (DEVICE_EXTENTS[::2] if quick else DEVICE_EXTENTS)]
+    out += [layout_convolution_group(t) for t in ("f32", "bf16")[: 1 if quick else 2]]
+    out.append(kernel_group())
+    return out
+
+
+def layout_convolution_group(t: str, batch: int = 64, size: int = 64,
+                             features: int = 64) -> Group:
+    """A 3x3 same-padded convolution whose input and result are NHWC (``conv_nhwc``) or
+    NCHW (``conv_nchw``), the kernel ``HWIO`` row-major; ``bytes`` is the input's (what the
+    transpose to the other form moves)."""
+    x = f"{t}[{batch},{size},{size},{features}]"
+    kernel = f"{t}[3,3,{features},{features}]{{3,2,1,0}}"
+    nbytes = batch * size * size * features * _BYTES[t]
+    benches = []
+    for kind, layout in (("conv_nhwc", "{3,2,1,0}"), ("conv_nchw", "{2,1,3,0}")):
+        label = f"{kind}_{t}"
+        xs = f"{x}{layout}"
+        body = [f"%x = {xs} parameter(0)", f"%k = {kernel} parameter(1)",
+                f"ROOT %c = {xs} convolution(%x, %k), window={{size=3x3 pad=1_1x1_1}}, "
+                "dim_labels=b01f_01io->b01f"]
+        benches.append(Bench(kind, label, _module(label, [xs, kernel], body, xs), nbytes, t))
+    return Group(f"conv {t} NHWC/NCHW", tuple(benches))
+
+
+def kernel_group(n: int = 8, m: int = 128) -> Group:
+    """What one more kernel costs inside a module: ``f32[n,m]`` summed to a scalar
+    (``kernel_one``), against that sum, then the operand scaled by it and summed again
+    (``kernel_two``: the second reduction needs the first one's result, so it runs as a
+    kernel of its own), the data too small to matter."""
+    p = f"f32[{n},{m}]{{1,0}}"
+    body_one = [f"%p = {p} parameter(0)", "%z = f32[] constant(0)",
+                "ROOT %r = f32[] reduce(%p, %z), dimensions={0,1}, to_apply=%sum"]
+    body_two = [f"%p = {p} parameter(0)", "%z = f32[] constant(0)",
+                "%r = f32[] reduce(%p, %z), dimensions={0,1}, to_apply=%sum",
+                f"%b = {p} broadcast(%r), dimensions={{}}",
+                f"%q = {p} multiply(%p, %b)",
+                "ROOT %s = f32[] reduce(%q, %z), dimensions={0,1}, to_apply=%sum"]
+    benches = [Bench(kind, f"{kind}_f32", _module(f"{kind}_f32", [p], body, "f32[]",
+                                                 _reducer("f32")), n * m * 4, "f32")
+               for kind, body in (("kernel_one", body_one), ("kernel_two", body_two))]
+    return Group(f"f32[{n},{m}] kernels", tuple(benches))

@@ -1,24 +1,28 @@
 """Run the microbenchmarks through the XLA execution path and fit the coefficients.
 
 One :func:`~service.xla.execution.run_modules` call per group (shared inputs, one pinned CPU,
-interleaved rounds). A module's time is its median; its own cost is that minus the fastest
-``base`` module's median (the fixed cost of running a module). Every measurement is kept, also those the fit does not use, so
-the target file can list what was measured.
+interleaved rounds). On ``cpu`` every module is swapped in as written; on an accelerator
+(``gpu``, ...) each goes through XLA's whole pipeline with its entry layouts pinned (its
+emitter takes only fused modules, and a one-op module's entry layouts are its op's layouts).
+A module's time is its median; its own cost is that minus the fastest ``base`` module's
+median (the fixed cost of running a module). Every measurement is kept, also those the fit
+does not use, so the target file can list what was measured, and :func:`to_json` /
+:func:`from_json` carry a calibration to another machine and fit it again there.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import platform as platform_module
 from dataclasses import dataclass
 from typing import Callable
 
-from service.calibration.fit import Coefficients, Sample, fit
+from service.calibration.fit import Coefficients, DeviceCoefficients, Sample, fit, fit_device
 from service.calibration.microbenchmarks import Group, groups
-from service.xla.availability import JAX_VERSION
 from service.xla.errors import XlaError
-from service.xla.execution import run_modules
+from service.xla.execution import Measurement, run_modules
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +32,8 @@ class Measured:
     dtype: str
     bytes: int
     median_ms: float
-    own_ns: float  # median minus the group's base module
+    own_ns: float  # median minus the base module (see :func:`fitted`)
+    group: str = ""  # the name of its group
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +43,9 @@ class Calibration:
     date: str
     load_average: tuple[float, float, float]
     reps: int
-    coefficients: Coefficients
+    coefficients: Coefficients | DeviceCoefficients  # the second for an accelerator
     measured: tuple[Measured, ...]
+    note: str = ""  # how the measurements came together, when not from one run
 
 
 def machine_description() -> str:
@@ -56,31 +62,94 @@ def machine_description() -> str:
     return f"{model}, {os.cpu_count()} cores, {platform_module.node()}"
 
 
-def _group(group: Group, reps: int, platform: str) -> list[Measured]:
+def _group(group: Group, reps: int, platform: str) -> tuple[list[Measured], Measurement]:
+    labels = [b.label for b in group.benches]
     run = run_modules([(b.label, b.module) for b in group.benches], reps=reps, warmup=1,
-                      platform=platform)
+                      platform=platform, pinned=labels if platform != "cpu" else (),
+                      outputs=False)
     refused = [e for e in run.executions if e.refusal]
     if refused:
         raise XlaError(f"{refused[0].label} did not run: {refused[0].refusal}")
-    return [Measured(b.label, b.kind, b.dtype, b.bytes, e.median_ms, 0.0)
-            for b, e in zip(group.benches, run.executions)]
+    return [Measured(b.label, b.kind, b.dtype, b.bytes, e.median_ms, 0.0, group.name)
+            for b, e in zip(group.benches, run.executions)], run
 
 
 def calibrate(*, platform: str = "cpu", reps: int = 7, quick: bool = False,
               progress: Callable[[str], None] | None = None) -> Calibration:
     """Run every group and fit; raises :class:`XlaError` when a microbenchmark cannot run."""
     measured: list[Measured] = []
-    for group in groups(quick):
+    run = None
+    for group in groups(quick, platform):
         if progress is not None:
             progress(group.name)
-        measured.extend(_group(group, reps, platform))
-    # The fixed cost of running a module: the fastest base module (one noisy group's base
-    # would shift all its samples).
-    base = min(m.median_ms for m in measured if m.kind == "base")
-    measured = [Measured(m.label, m.kind, m.dtype, m.bytes, m.median_ms,
-                         max(0.0, (m.median_ms - base) * 1e6)) for m in measured]
-    samples = [Sample(m.kind, m.bytes, m.own_ns) for m in measured]
+        found, run = _group(group, reps, platform)
+        measured.extend(found)
+    device = f"{run.device}, " if run is not None and run.device and platform != "cpu" else ""
+    jax = run.jax_version if run is not None else "?"
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = tuple(round(x, 2) for x in os.getloadavg())
-    return Calibration(platform, f"{machine_description()} (jax {JAX_VERSION})", date,
-                       load, reps, fit(samples).rounded(), tuple(measured))  # type: ignore[arg-type]
+    return fitted(platform, f"{device}{machine_description()} (jax {jax})", date, load,  # type: ignore[arg-type]
+                  reps, measured)
+
+
+def fitted(platform: str, machine: str, date: str, load: tuple[float, float, float], reps: int,
+           measured: list[Measured]) -> Calibration:
+    """The calibration of these measurements (medians; ``own_ns`` is recomputed).
+
+    The fixed cost of running a module, subtracted from every median: on ``cpu`` the
+    fastest base module (one noisy group's base would shift all its samples); on an
+    accelerator each group's own base module where it has one (the host's dispatch of a
+    module, tens of microseconds, grows with its parameters: 43-66 us with one 16-256 MiB
+    parameter, 64-108 us with two, measured on an H200), else the fastest."""
+    fastest = min(m.median_ms for m in measured if m.kind == "base")
+    bases = ({m.group: m.median_ms for m in measured if m.kind == "base" and m.group}
+             if platform != "cpu" else {})
+    measured = [Measured(m.label, m.kind, m.dtype, m.bytes, m.median_ms,
+                         max(0.0, (m.median_ms - bases.get(m.group, fastest)) * 1e6), m.group)
+                for m in measured]
+    samples = [Sample(m.kind, m.bytes, m.own_ns, m.dtype) for m in measured]
+    coefficients: Coefficients | DeviceCoefficients
+    if platform == "cpu":
+        coefficients = fit(samples).rounded()
+    else:
+        found = fit_device(samples)
+        coefficients = dataclasses.replace(found, base=found.base.rounded())
+    return Calibration(platform, machine, date, load, reps, coefficients, tuple(measured))
+
+
+def to_json(calibration: Calibration) -> dict:
+    """Everything measured and fitted, as JSON data (:func:`from_json` reads it back)."""
+    c = calibration.coefficients
+    coefficients = ({k: getattr(c, k) for k in c.__slots__} if isinstance(c, Coefficients) else
+                    {"base": {k: getattr(c.base, k) for k in c.base.__slots__},
+                     **{k: getattr(c, k) for k in c.__slots__[1:]}})
+    return {
+        "platform": calibration.platform, "machine": calibration.machine,
+        "date": calibration.date, "load_average": list(calibration.load_average),
+        "reps": calibration.reps, "coefficients": coefficients, "note": calibration.note,
+        "measured": [{"label": m.label, "kind": m.kind, "dtype": m.dtype, "bytes": m.bytes,
+                      "median_ms": m.median_ms, "own_ns": m.own_ns, "group": m.group}
+                     for m in calibration.measured],
+    }
+
+
+def from_json(data: dict) -> Calibration:
+    """A calibration fitted again from the measurements that :func:`to_json` wrote (the fit
+    of this version, not the one that wrote them); ``ValueError`` when they are incomplete
+    (:class:`~service.calibration.fit.FitError` when a kind the fit needs is missing)."""
+    try:
+        # Written without group names (before they were recorded): this version's groups
+        # of the platform, by label.
+        known = {b.label: g.name for g in groups(False, str(data["platform"])) for b in g.benches}
+        measured = [Measured(str(m["label"]), str(m["kind"]), str(m["dtype"]), int(m["bytes"]),
+                             float(m["median_ms"]), 0.0,
+                             str(m.get("group") or known.get(str(m["label"]), "")))
+                    for m in data["measured"]]
+        load = tuple(float(x) for x in data["load_average"])
+        if len(load) != 3 or not any(m.kind == "base" for m in measured):
+            raise ValueError("three load averages and at least one base module are needed")
+        return dataclasses.replace(
+            fitted(str(data["platform"]), str(data["machine"]), str(data["date"]), load,  # type: ignore[arg-type]
+                   int(data["reps"]), measured), note=str(data.get("note") or ""))
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"not a calibration written by calibrate --json: {err!r}") from None

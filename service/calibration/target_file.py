@@ -1,11 +1,13 @@
-"""The target file a calibration writes: the ``cpu`` target with the fitted coefficients, the
-machine and date it was measured on, and every measurement as a comment."""
+"""The target file a calibration writes: the ``cpu`` target (or, from an accelerator, the
+``gpu`` target) with the fitted coefficients, the machine and date it was measured on, and
+every measurement as a comment."""
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
 
-from service.calibration.fit import CACHE_BYTES, NARROW_STRIDE, WIDE_STRIDE
+from service.calibration.fit import CACHE_BYTES, NARROW_STRIDE, WIDE_STRIDE, DeviceCoefficients
 from service.calibration.microbenchmarks import NEAR_MIN_BYTES, NEAR_STRIDE
 from service.calibration.run import Calibration
 
@@ -90,6 +92,8 @@ note = "XLA:CPU's unfused reduce runs one of the two forms (minor dim kept or re
 
 def target_toml(calibration: Calibration) -> str:
     """The TOML text (it loads as a target: the CLI checks that before writing it)."""
+    if isinstance(calibration.coefficients, DeviceCoefficients):
+        return device_target_toml(calibration)
     c = calibration.coefficients
     load = ", ".join(f"{x:g}" for x in calibration.load_average)
     text = _TEMPLATE.format(platform=calibration.platform, reps=calibration.reps,
@@ -142,3 +146,164 @@ def _measurements(calibration: Calibration) -> str:
     lines = ["# Measured medians (module time; the fit subtracts the fastest base module):"]
     lines += [f"#   {kind:<16} {dtype:<5} " + ", ".join(v) for (kind, dtype), v in sorted(rows.items())]
     return "\n".join(lines) + "\n"
+
+
+_DEVICE_TEMPLATE = '''# gpu: calibrated by `hlo-layout calibrate --platform {platform}`: each microbenchmark ran through
+# XLA's whole GPU pipeline with its entry layouts pinned (a one-op module's entry layouts are
+# its op's layouts), {reps} interleaved rounds, the medians fitted.
+# Machine: {machine}. Date: {date}.{note}
+# Measured: the bandwidth, the cost of one more kernel, every [transpose] and [copies] factor,
+# the row_reduction rule's and the 2-D convolution rules' cost_factor, the soft dot rules'
+# ns_per_flop. Not measured (from XLA's GPU layout assignment and emitters, not timed): the
+# hard dot, fft and sort rules, the f64 and 3-D convolution preferences and the shared-memory
+# staging's tile and bandwidth.
+name = "gpu"
+description = "GPU through XLA:GPU: untiled layouts, cuBLAS/cuDNN operand rules, shared-memory tiled transposes"
+memory_bandwidth_gb_per_s = {c.bandwidth_gb_per_s}
+layout_family = "row_major"
+tileable_minor_dims = 0
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date}: copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write); one more kernel in a module {fixed_ns} ns; a copy moving the minor dim {c.minor_moving}x a plain copy ({per_dtype}), one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement, a reshape that is not a bitcast {c.reshape_standalone}x; an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction with its kept dim minor {row_factor}x the transpose that would make it a row reduction beyond the row form; {conv_note}; a square dot with its lhs or rhs column-major against the row-major one: {dot_note}. {n} samples."
+
+[transpose]
+minor_moving = {c.minor_moving}
+major_only = {c.major_only}
+uncoalesced = {c.minor_moving}
+standalone = {c.standalone}
+reshape_standalone = {c.reshape_standalone}
+note = "Slopes of XLA:GPU copy and transpose times against bytes, relative to a plain copy; XLA's transpose emitter stages 32x32 tiles through shared memory."
+
+[transpose.shared_staging]
+rows = 32
+cols = 32
+padding = 1
+bandwidth_gb_per_s = 29600.0
+note = "XLA's transpose emitter (tensor<32x1x33xf32>): with the +1 padding, 4-byte and wider elements are conflict-free; 1- and 2-byte ones are 2-way on some columns. Not measured: the tile is the emitter's, the bandwidth 132 SMs x 32 banks x 4 bytes per clock x 1.755 GHz."
+
+[copies]
+factor = 1.0
+fixed_ns = {fixed_ns}
+inline_relayout = {c.inline_relayout}
+padding_counts = true
+
+[[op_rules]]
+op = "dot"
+kind = "dot_batch_not_most_minor"
+hard = true
+note = "cuBLAS cannot take a batch dim as the most-minor dim of an operand or result."
+
+[[op_rules]]
+op = "dot"
+kind = "dot_groups_contiguous"
+hard = true
+note = "Batch, row and column dim groups must each be physically contiguous (batch most major); otherwise operands are forced to batch, contracting/non-contracting order."
+
+[[op_rules]]
+op = "dot"
+kind = "dot_contracting_most_minor"
+element_types = ["s8", "u8", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3", "f8e3m4"]
+hard = true
+note = "int8 and fp8 GEMMs need the contracting dim most minor on both operands."
+{dot_rules}{conv_rules}
+[[op_rules]]
+op = "convolution"
+kind = "conv_layout"
+element_types = ["f64"]
+hard = false
+params = {{ layout = "NCHW" }}
+note = "f64 convolutions stay NCHW (not measured)."
+
+[[op_rules]]
+op = "convolution"
+kind = "conv_layout"
+spatial_dims = [3]
+hard = false
+params = {{ layout = "NCHW" }}
+note = "3-D convolutions stay NCHW (not measured)."
+
+[[op_rules]]
+op = "fft"
+kind = "default_layout"
+hard = true
+note = "cuFFT requires default (descending) layouts on operand and result."
+
+[[op_rules]]
+op = "sort"
+kind = "default_layout"
+hard = true
+note = "All sort operands and results share the default layout."
+
+[[op_rules]]
+op = "reduce"
+kind = "row_reduction"
+hard = false
+params = {{ min_reduced_size = 32, cost_factor = {row_factor} }}
+note = "Reduced dims most minor (row reduction) when the reduced size is at least 32; kept dims keep their order. A column reduction measured {row_factor}x the transpose that would make it a row one beyond the row form."
+'''
+
+#: The element types each measured convolution dtype speaks for (cuDNN runs f16 as bf16).
+_CONV_TYPES = {"f32": ("f32",), "bf16": ("f16", "bf16")}
+#: A measured difference smaller than this share of the faster form is not made a rule.
+_NOISE = 0.05
+
+
+def _dot_rules(ratios: dict[str, dict[str, float]], per_flop: dict[str, float]) -> str:
+    """A soft ``dot_contracting_most_minor`` rule on the lhs for each dtype whose dot with a
+    column-major lhs measured slower, priced per flop (a slower GEMM, not a transpose)."""
+    out = []
+    for dtype, found in ratios.items():
+        slower = found.get("dot_tn", 1.0)
+        if slower < 1 + _NOISE or not per_flop.get(dtype):
+            continue
+        out.append(f'''
+[[op_rules]]
+op = "dot"
+kind = "dot_contracting_most_minor"
+element_types = ["{dtype}"]
+operands = [0]
+hard = false
+params = {{ ns_per_flop = {per_flop[dtype]} }}
+note = "{dtype} dots with the lhs's contracting dim not most minor: a square dot with a column-major lhs measured {slower}x the row-major one ({per_flop[dtype]} ns per flop more); a column-major rhs {found.get('dot_nt', 1.0)}x."
+''')
+    return "".join(out)
+
+
+def _conv_rules(factors: dict[str, float]) -> str:
+    """One 2-D ``conv_layout`` rule per measured dtype: the faster form preferred, a miss
+    priced at the measured extra time over the model's transpose of the input."""
+    out = []
+    for dtype, factor in factors.items():
+        layout, other = ("NHWC", "NCHW") if factor >= -0.1 else ("NCHW", "NHWC")
+        factor = factor if factor < -0.1 else max(0.0, factor)
+        types = ", ".join(f'"{t}"' for t in _CONV_TYPES.get(dtype, (dtype,)))
+        out.append(f'''
+[[op_rules]]
+op = "convolution"
+kind = "conv_layout"
+element_types = [{types}]
+spatial_dims = [2]
+hard = false
+params = {{ layout = "{layout}", cost_factor = {abs(factor)} }}
+note = "2-D {dtype} convolutions: {other} measured {abs(factor)}x the transpose of the input beyond {layout}."
+''')
+    return "".join(out)
+
+
+def device_target_toml(calibration: Calibration) -> str:
+    """The ``gpu`` target file of an accelerator calibration."""
+    d = calibration.coefficients
+    assert isinstance(d, DeviceCoefficients)
+    c = d.base
+    fixed = c.fixed_ns if d.kernel_ns is None else d.kernel_ns
+    conv = "; ".join(f"an NCHW {t} convolution {f}x the transpose of its input beyond NHWC"
+                     for t, f in d.conv_factor.items()) or "no convolution measured"
+    dots = "; ".join(f"{t} lhs {r.get('dot_tn', 1.0)}x, rhs {r.get('dot_nt', 1.0)}x"
+                     for t, r in d.dot_ratio.items()) or "not measured"
+    text = _DEVICE_TEMPLATE.format(
+        platform=calibration.platform, reps=calibration.reps, machine=calibration.machine,
+        date=calibration.date, c=c, fixed_ns=fixed, n=c.samples,
+        note="".join(f"\n# {line}" for line in textwrap.wrap(calibration.note, 94)),
+        per_dtype=", ".join(f"{t} {f}x" for t, f in d.minor_by_dtype.items()),
+        row_factor=d.row_reduction_factor, conv_note=conv, dot_note=dots,
+        conv_rules=_conv_rules(d.conv_factor),
+        dot_rules=_dot_rules(d.dot_ratio, d.dot_lhs_ns_per_flop))
+    return text + "\n" + _measurements(calibration)

@@ -22,17 +22,28 @@ def register(app: typer.Typer) -> None:
         reps: int = typer.Option(7, "--reps", min=1, help="Timed rounds per microbenchmark."),
         quick: bool = typer.Option(False, "--quick", help="f32 and the two smaller sizes only."),
         as_json: bool = typer.Option(False, "--json", help="Print coefficients and samples."),
+        source: Path | None = typer.Option(
+            None, "--from", help="Fit the measurements a calibrate --json run wrote (on this "
+                                 "or another machine) instead of measuring."),
     ) -> None:
         """Run the microbenchmarks in XLA, fit the coefficients, write the target file."""
-        from service.calibration.run import calibrate
+        from service.calibration.fit import FitError
+        from service.calibration.run import calibrate, from_json, to_json
         from service.calibration.target_file import target_toml
         from service.xla.errors import XlaError
 
         try:
-            result = calibrate(platform=platform, reps=reps, quick=quick,
-                               progress=lambda name: typer.echo(f"measuring {name}", err=True))
+            if source is not None:
+                result = from_json(json.loads(source.read_text()))
+            else:
+                result = calibrate(platform=platform, reps=reps, quick=quick,
+                                   progress=lambda name: typer.echo(f"measuring {name}", err=True))
         except XlaError as err:
             typer.echo(f"error: {err.message}", err=True)
+            raise typer.Exit(code=2) from None
+        except (OSError, UnicodeDecodeError, ValueError) as err:  # FitError is a ValueError
+            what = "the measurements do not fit" if isinstance(err, FitError) else "cannot read"
+            typer.echo(f"{source or 'calibrate'}: error: {what}: {err}", err=True)
             raise typer.Exit(code=2) from None
         text = target_toml(result)
         if out is not None:
@@ -43,14 +54,6 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"{out}: error: {err.message}", err=True)
                 raise typer.Exit(code=2) from None
         if as_json:
-            typer.echo(json.dumps({
-                "platform": result.platform, "machine": result.machine, "date": result.date,
-                "load_average": list(result.load_average),
-                "coefficients": {k: getattr(result.coefficients, k)
-                                 for k in result.coefficients.__slots__},
-                "measured": [{"label": m.label, "kind": m.kind, "dtype": m.dtype,
-                              "bytes": m.bytes, "median_ms": m.median_ms, "own_ns": m.own_ns}
-                             for m in result.measured],
-            }, indent=1))
+            typer.echo(json.dumps(to_json(result), indent=1))
         elif out is None:
             typer.echo(text, nl=False)

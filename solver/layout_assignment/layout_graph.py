@@ -343,7 +343,8 @@ class _Builder:
         elif rule_op(instr) in ("dot", "convolution") and op != "custom-call" or (
                 op == "custom-call" and rule_op(instr) == "convolution"):
             count = 2 if rule_op(instr) == "convolution" else len(instr.operands)
-            flops = _conv_flops(instr, shapes) if rule_op(instr) == "convolution" else 0
+            flops = (_conv_flops(instr, shapes) if rule_op(instr) == "convolution" else
+                     _dot_flops(instr, shapes))
             for k, name in enumerate(instr.operands[:count]):
                 shape = _array(shapes[name])
                 v = self.view(comp, instr, k, (), shape, None)
@@ -580,6 +581,19 @@ def _conv_flops(instr: Instruction, shapes: dict[str, Shape]) -> int:
         return 0
     out_features = kernel.dims[labels.kernel_output_feature] or 1
     return 2 * result.element_count * kernel.element_count // out_features
+
+
+def _dot_flops(instr: Instruction, shapes: dict[str, Shape]) -> int:
+    """``2 x result elements x contracted elements``: the multiply-adds of a ``dot``."""
+    result = leaf_arrays(instr.shape)[0][1] if leaf_arrays(instr.shape) else None
+    lhs = shapes.get(instr.operands[0]) if instr.operands else None
+    if not isinstance(result, ArrayShape) or not isinstance(lhs, ArrayShape):
+        return 0
+    dims = instr.attr("lhs_contracting_dims") or ()
+    contracted = 1
+    for d in (dims,) if isinstance(dims, int) else dims:
+        contracted *= lhs.dims[d]
+    return 2 * result.element_count * contracted
 
 
 def _array(shape: Shape | None) -> ArrayShape:

@@ -137,7 +137,8 @@ def preferred_candidates(cm: CostModel, instr: Instruction, role: str, k: int,
 def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: ArrayShape,
                cand: Candidate, flops: int = 0, combiner: str = "") -> Preference | None:
     """The cost (and hardness) of reading/writing ``shape`` as ``cand`` for ``instr``
-    (``flops``: a convolution's, for a backend that runs other layouts as a naive loop;
+    (``flops``: a convolution's or a dot's, for a backend that runs other layouts as a naive
+    loop or a rule priced ``ns_per_flop``: a slower kernel rather than a transpose first;
     ``combiner``: a reduce's combiner opcode, whether its loop is vectorized)."""
     op = rule_op(instr)
     if op is None or shape.rank == 0:
@@ -150,6 +151,14 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
 
     def miss(rule: OpRule, want: Candidate, why: str) -> None:
         nonlocal total, hard
+        if "ns_per_flop" in rule.params and flops:
+            # Measured as a slower kernel, not a transpose first: priced by the op's work.
+            per_flop = float(rule.params["ns_per_flop"])
+            total += int(flops * per_flop)
+            hard = hard or rule.hard
+            reasons.append(f"{why}: {flops} flops x {per_flop:g} ns "
+                           f"({'hard' if rule.hard else 'preference'}: {rule.note or rule.kind})")
+            return
         ns, _ = (cm.conversion(here, cand.format, cm.laid_out(shape, want), want.format)
                  if role == "operand" else
                  cm.conversion(cm.laid_out(shape, want), want.format, here, cand.format))
