@@ -7,6 +7,10 @@ from __future__ import annotations
 import textwrap
 from collections import defaultdict
 
+import numpy as np
+
+from hlo.shape import element_bits
+
 from service.calibration.fit import CACHE_BYTES, NARROW_STRIDE, WIDE_STRIDE, DeviceCoefficients
 from service.calibration.microbenchmarks import NEAR_MIN_BYTES, NEAR_STRIDE
 from service.calibration.run import Calibration
@@ -169,8 +173,8 @@ minor_moving = {c.minor_moving}
 major_only = {c.major_only}
 uncoalesced = {c.minor_moving}
 standalone = {c.standalone}
-reshape_standalone = {c.reshape_standalone}
-note = "Slopes of XLA:GPU copy and transpose times against bytes, relative to a plain copy; XLA's transpose emitter stages 32x32 tiles through shared memory."
+reshape_standalone = {c.reshape_standalone}{by_bytes}
+note = "Slopes of XLA:GPU copy and transpose times against bytes, relative to a plain copy (by element width where it differs); XLA's transpose emitter stages 32x32 tiles through shared memory."
 
 [transpose.shared_staging]
 rows = 32
@@ -288,6 +292,19 @@ note = "2-D {dtype} convolutions: {other} measured {abs(factor)}x the transpose 
     return "".join(out)
 
 
+def _minor_by_bytes(minor: float, by_dtype: dict[str, float]) -> str:
+    """The ``minor_moving_by_bytes`` line: per element width, the median of its dtypes'
+    measured factors, where it differs from ``minor`` by more than the noise."""
+    widths: dict[int, list[float]] = defaultdict(list)
+    for dtype, factor in by_dtype.items():
+        widths[max(1, element_bits(dtype) // 8)].append(factor)
+    found = {w: round(float(np.median(f)), 2) for w, f in sorted(widths.items())}
+    kept = {w: f for w, f in found.items() if abs(f - minor) > _NOISE * minor}
+    if not kept:
+        return ""
+    return "\nminor_moving_by_bytes = { " + ", ".join(f"{w} = {f}" for w, f in kept.items()) + " }"
+
+
 def device_target_toml(calibration: Calibration) -> str:
     """The ``gpu`` target file of an accelerator calibration."""
     d = calibration.coefficients
@@ -301,6 +318,7 @@ def device_target_toml(calibration: Calibration) -> str:
     text = _DEVICE_TEMPLATE.format(
         platform=calibration.platform, reps=calibration.reps, machine=calibration.machine,
         date=calibration.date, c=c, fixed_ns=fixed, n=c.samples,
+        by_bytes=_minor_by_bytes(c.minor_moving, d.minor_by_dtype),
         note="".join(f"\n# {line}" for line in textwrap.wrap(calibration.note, 94)),
         per_dtype=", ".join(f"{t} {f}x" for t, f in d.minor_by_dtype.items()),
         row_factor=d.row_reduction_factor, conv_note=conv, dot_note=dots,

@@ -100,6 +100,10 @@ def test_the_gpu_target_written_prices_what_was_measured(tmp_path):
     assert target.memory_bandwidth_gb_per_s == pytest.approx(TRUE["bandwidth"])
     assert target.copies.fixed_ns == pytest.approx(TRUE["kernel"])
     assert target.transpose.minor_moving == pytest.approx(TRUE["minor"])
+    # the 1- and 2-byte transposes measured slower than the f32 ones are priced apart
+    assert target.transpose.minor_moving_by_bytes == {1: 1.5, 2: 1.5}
+    assert target.transpose.minor_factor(4) == pytest.approx(TRUE["minor"])
+    assert target.transpose.minor_factor(1) == 1.5
     assert "a GPU" in target.calibration and "2026-01-01" in target.calibration
     lhs = [r for r in target.rules_for("dot") if r.params.get("ns_per_flop")]
     assert [(r.element_types, r.operands) for r in lhs] == [(("f32",), (0,))]  # bf16: equal
@@ -179,3 +183,28 @@ def test_the_device_groups_run_on_the_pinned_path_only():
         kinds = {b.kind.split("_")[0] for b in group.benches}
         assert not {"add", "dot"} <= kinds, group.name
     assert np.sum([b.kind == "kernel_two" for g in device_groups() for b in g.benches]) == 1
+
+
+def test_a_relayout_is_priced_by_its_element_width(tmp_path):
+    from hlo.shape import ArrayShape, Layout
+    from solver.layout_assignment.costs import CostModel
+
+    cm = CostModel(_device_target(tmp_path, fit_device(device_samples())))
+
+    def relayout(t: str) -> int:
+        src = ArrayShape(t, (1024, 1024), Layout((1, 0)))
+        return cm.conversion(src, "", ArrayShape(t, (1024, 1024), Layout((0, 1))), "")[0]
+
+    kernel = TRUE["kernel"]
+    # the same bytes: 1024x1024 s8 against 512x512 f32 would differ in size, so per byte
+    assert (relayout("s8") - kernel) / (1 << 20) == pytest.approx(
+        1.5 / TRUE["minor"] * (relayout("f32") - kernel) / (4 << 20), rel=1e-3)
+
+
+def test_a_width_factor_must_be_positive():
+    from hlo.target import TargetError, load_target, read_target_file
+
+    spec = read_target_file(ROOT / "hlo" / "targets" / "gpu.toml")
+    spec["transpose"]["minor_moving_by_bytes"] = {"1": -1.0}
+    with pytest.raises(TargetError, match="minor_moving_by_bytes"):
+        load_target(spec)
