@@ -362,7 +362,7 @@ def _compile(compiler: Compiler, path: str, key: str, job: dict):
 
 
 def layouts(job: dict) -> dict:
-    compiler = Compiler()
+    compiler = Compiler(job.get("platform", "cpu"))
     with open(job["module"]) as f:
         return {"module": compiler.layout_assignment(f.read(), job["out"])}
 

@@ -22,14 +22,16 @@ from service.xla.errors import XlaError
 from service.xla.execution import call_child
 
 
-def xla_layout_assignment(text: str, *, timeout_s: float = 300.0) -> str:
-    """The module after XLA:CPU's layout assignment; raises :class:`XlaError` when XLA fails."""
+def xla_layout_assignment(text: str, *, timeout_s: float = 300.0, platform: str = "cpu") -> str:
+    """The module after XLA's layout assignment for ``platform`` (XLA:CPU's by default);
+    raises :class:`XlaError` when XLA fails."""
     require_xla()
     with tempfile.TemporaryDirectory(prefix="hlo-layout-xla-") as tmp:
         work = Path(tmp)
         (work / "module.hlo").write_text(text)
         (work / "dump").mkdir()
-        job = {"mode": "layouts", "module": str(work / "module.hlo"), "out": str(work / "dump")}
+        job = {"mode": "layouts", "module": str(work / "module.hlo"), "out": str(work / "dump"),
+               "platform": platform}
         result, died = call_child(work, job, timeout_s)
     if died is not None:
         raise XlaError(f"XLA's layout assignment failed: {died}")

@@ -79,3 +79,13 @@ def test_entry_pins_and_the_rewritten_forms():
     assert [i.opcode for i in pinned_form(module).entry.instructions] == ["parameter", "reshape"]
     assert [i.opcode for i in carrier(module).entry.instructions] == ["parameter", "reshape"]
     assert [i.opcode for i in module.entry.instructions] == ["parameter", "copy"]
+
+
+def test_xla_s_layout_assignment_runs_for_the_platform_asked():
+    from service.xla.errors import XlaError
+    from service.xla.layout_pass import xla_layout_assignment
+
+    text = _copy("1,0", "0,1")
+    assert "copy" in xla_layout_assignment(text)  # cpu: XLA:CPU's answer
+    with pytest.raises(XlaError, match="no_such_backend"):
+        xla_layout_assignment(text, platform="no_such_backend")
