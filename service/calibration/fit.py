@@ -139,6 +139,8 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
     slope, intercept = np.polyfit(2 * x, y, 1)
     fixed = max(0.0, float(intercept))
     copy = float(slope)
+    if not copy > 0:
+        raise FitError("larger copies did not take longer: no bandwidth to fit")
     cached = [s for s in samples if s.kind == "copy" and 2 * s.bytes <= CACHE_BYTES]
     cache_slope = (_slope(cached, "copy", fixed, 2.0) if len({s.bytes for s in cached}) >= 1
                    else copy)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 import os
 import platform as platform_module
 from dataclasses import dataclass
@@ -145,6 +146,10 @@ def from_json(data: dict) -> Calibration:
                              float(m["median_ms"]), 0.0,
                              str(m.get("group") or known.get(str(m["label"]), "")))
                     for m in data["measured"]]
+        for m in measured:
+            if not (math.isfinite(m.median_ms) and m.median_ms > 0 and m.bytes > 0):
+                raise ValueError(f"{m.label}: a median of {m.median_ms} ms over {m.bytes} "
+                                 "bytes is not a measurement")
         load = tuple(float(x) for x in data["load_average"])
         if len(load) != 3 or not any(m.kind == "base" for m in measured):
             raise ValueError("three load averages and at least one base module are needed")

@@ -166,6 +166,18 @@ def test_calibrate_from_json_round_trips_and_refuses_what_it_cannot_fit(tmp_path
     bad.write_text(json.dumps(data))
     result = runner.invoke(build_app(), ["calibrate", "--from", str(bad)])
     assert result.exit_code == 2 and "'copy_minor'" in result.output
+    for value in (0.0, -1.0, float("nan")):  # not times: refused, not divided by
+        broken = json.loads(RECORDED.read_text())
+        broken["measured"][0]["median_ms"] = value
+        bad.write_text(json.dumps(broken))
+        result = runner.invoke(build_app(), ["calibrate", "--from", str(bad)])
+        assert result.exit_code == 2 and "is not a measurement" in result.output, value
+    flat = json.loads(RECORDED.read_text())
+    for m in flat["measured"]:
+        m["median_ms"] = 1.0  # nothing grows with its bytes
+    bad.write_text(json.dumps(flat))
+    result = runner.invoke(build_app(), ["calibrate", "--from", str(bad)])
+    assert result.exit_code == 2 and "no bandwidth" in result.output
     del data["measured"]
     bad.write_text(json.dumps(data))
     result = runner.invoke(build_app(), ["calibrate", "--from", str(bad)])
