@@ -95,8 +95,8 @@ class Pref:
     role: str
     index: int
     weight: int = 1
-    #: Multiply-adds x 2 of a convolution (what a backend that falls back to a naive loop
-    #: for other layouts pays per flop); 0 for other ops.
+    #: Multiply-adds x 2 of a convolution or a dot (what a rule priced per flop charges:
+    #: a naive loop, a slower kernel); 0 for other ops.
     flops: int = 0
     #: The opcode of a reduce's combiner root (``add``, ``maximum``...; ``tuple`` for a
     #: variadic one): whether the backend vectorizes its loop; "" for other ops.

@@ -151,13 +151,14 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
 
     def miss(rule: OpRule, want: Candidate, why: str) -> None:
         nonlocal total, hard
-        if "ns_per_flop" in rule.params and flops:
-            # Measured as a slower kernel, not a transpose first: priced by the op's work.
-            per_flop = float(rule.params["ns_per_flop"])
-            total += int(flops * per_flop)
+        per_flop = _per_flop(rule)
+        if per_flop is not None and flops:
+            # Not a transpose the backend does first: the op itself runs slower (a naive
+            # loop, a slower kernel), priced by its work.
+            total += int(flops * per_flop[0])
             hard = hard or rule.hard
-            reasons.append(f"{why}: {flops} flops x {per_flop:g} ns "
-                           f"({'hard' if rule.hard else 'preference'}: {rule.note or rule.kind})")
+            reasons.append(f"{why}: the {op} runs {per_flop[1]}, {flops} flops x "
+                           f"{per_flop[0]:g} ns ({rule.note or rule.kind})")
             return
         ns, _ = (cm.conversion(here, cand.format, cm.laid_out(shape, want), want.format)
                  if role == "operand" else
@@ -202,18 +203,21 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
                 if extra:
                     total += extra
                     reasons.append(f"{why} ({rule.note or rule.kind})")
-        elif prefs and cand not in prefs and "naive_ns_per_flop" in rule.params and flops:
-            # Not a transpose the backend does first: the whole op runs in a naive loop.
-            per_flop = float(rule.params["naive_ns_per_flop"])
-            total += int(flops * per_flop)
-            hard = hard or rule.hard
-            reasons.append(f"not {prefs[0]}: the {op} runs as a naive loop, {flops} flops x "
-                           f"{per_flop:g} ns ({rule.note or rule.kind})")
         elif prefs and cand not in prefs:
             miss(rule, prefs[0], f"not {prefs[0]}")
     if not reasons:
         return None
     return Preference(total, hard, "; ".join(reasons))
+
+
+def _per_flop(rule: OpRule) -> tuple[float, str] | None:
+    """``(ns per flop, how the op runs)`` where a miss of ``rule`` is priced by the op's
+    flops: ``naive_ns_per_flop`` (the backend falls back to a naive loop) or ``ns_per_flop``
+    (a slower kernel); ``None`` where it is priced as the transpose to the wanted layout."""
+    for key, how in (("naive_ns_per_flop", "as a naive loop"), ("ns_per_flop", "a slower kernel")):
+        if key in rule.params:
+            return float(rule.params[key]), how
+    return None
 
 
 def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: ArrayShape,
