@@ -23,7 +23,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 import sys
 import time
 
@@ -77,16 +76,16 @@ def _layout_classes():
     return Format, Layout
 
 
-def _minor_to_major_text(layout) -> str:
-    """``{1,0}`` for a layout jax reports for an executable's parameter or output."""
-    for get in (lambda x: x._xla_layout().minor_to_major(), lambda x: x.minor_to_major()):
-        try:
-            return "{" + ",".join(str(d) for d in get(layout)) + "}"
-        except AttributeError:
-            continue
-    text = str(layout)
-    found = re.search(r"\{([0-9,]*)", text)
-    return "{" + found.group(1) + "}" if found else text
+def _minor_to_major(layout) -> tuple[int, ...]:
+    """The dim order of a layout jax reports for an executable's parameter or output."""
+    try:
+        return tuple(layout._xla_layout().minor_to_major())
+    except AttributeError:  # a jax whose layouts are XLA's own objects
+        return tuple(layout.minor_to_major())
+
+
+def _text(minor_to_major: tuple[int, ...]) -> str:
+    return "{" + ",".join(map(str, minor_to_major)) + "}"
 
 
 def pin_entry_layouts(mlir: str, params: list[str], results: list[str]) -> str:
@@ -208,8 +207,8 @@ class Compiler:
         _, _, mlir = self._mlir(text)
         exe = self.backend.compile_and_load(pin_entry_layouts(mlir, params, results),
                                             self._jax.DeviceList((self.device,)))
-        got_params = [_minor_to_major_text(x) for x in exe.get_parameter_layouts()]
-        got_results = [_minor_to_major_text(x) for x in exe.get_output_layouts()]
+        got_params = [_text(_minor_to_major(x)) for x in exe.get_parameter_layouts()]
+        got_results = [_text(_minor_to_major(x)) for x in exe.get_output_layouts()]
         if got_params != list(params) or got_results != list(results):
             raise RuntimeError(
                 f"XLA did not keep the entry layouts: asked ({', '.join(params)}) -> "
@@ -251,8 +250,7 @@ class Inputs:
                                f"{len(self.arrays)} inputs given")
         out = []
         for i, (array, layout) in enumerate(zip(self.arrays, layouts)):
-            minor_to_major = tuple(int(d) for d in _minor_to_major_text(layout)[1:-1].split(",")
-                                   if d)
+            minor_to_major = _minor_to_major(layout)
             key = (i, minor_to_major)
             if key not in self._buffers:
                 major_to_minor = tuple(reversed(minor_to_major))

@@ -389,9 +389,10 @@ def _execution(work: Path, label: str, key: str | None, result: dict, refusals: 
     if "error" in entry:
         return Execution(label, refusal=f"XLA refused to compile or run it: {entry['error']}")
     outputs = []
-    data = np.load(work / f"{key}.npz") if (work / f"{key}.npz").exists() else {}
-    for i, t in enumerate(entry["types"] if data else ()):
-        raw = data[f"o{i}"]
-        outputs.append(raw.astype(bool) if t == "pred" else from_bits(raw, dtype_of(t)))
+    if (work / f"{key}.npz").exists():  # not written when the outputs were not asked for
+        data = np.load(work / f"{key}.npz")
+        for i, t in enumerate(entry["types"]):
+            raw = data[f"o{i}"]
+            outputs.append(raw.astype(bool) if t == "pred" else from_bits(raw, dtype_of(t)))
     times = tuple(result.get("times_ms", {}).get(key, ()))
     return Execution(label, tuple(outputs), None, times)
