@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -36,8 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hlo.parser import parse_module  # noqa: E402
 from hlo.printer import print_module  # noqa: E402
 from service.calibration.microbenchmarks import Bench, Group, _module, _reducer  # noqa: E402
-from service.calibration.microbenchmarks import groups  # noqa: E402
-from service.calibration.run import _group, machine_description  # noqa: E402
+from service.calibration.run import _group, measure, record  # noqa: E402
 from service.xla.execution import run_modules  # noqa: E402
 
 #: Every layout of a rank-3 array, ``{2,1,0}`` first.
@@ -167,23 +165,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(json.dumps(probe(args.platform), indent=1), flush=True)
     start = time.perf_counter()
-    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    measured, machine = [], machine_description()
-    for group in groups(args.quick, args.platform):
-        if args.only and not any(part in group.name for part in args.only):
-            continue
-        print(f"{time.perf_counter() - start:7.1f} s  measuring {group.name}", flush=True)
-        found, run = _group(group, args.reps, args.platform)
-        measured += found
-        machine = f"{run.device}, {machine_description()} (jax {run.jax_version})"
-        # Written after every group, unfitted: a run cut short keeps what it measured
+
+    def write(measured: list, machine: str) -> None:
+        # After every group, unfitted: a run cut short keeps what it measured
         # (``calibrate --from`` fits it).
-        args.out.write_text(json.dumps(
-            {"platform": args.platform, "machine": machine, "date": date,
-             "load_average": list(os.getloadavg()), "reps": args.reps, "coefficients": None,
-             "measured": [{"label": m.label, "kind": m.kind, "dtype": m.dtype,
-                           "bytes": m.bytes, "median_ms": m.median_ms, "group": m.group}
-                          for m in measured]}, indent=1))
+        args.out.write_text(json.dumps(record(args.platform, machine, measured, args.reps),
+                                       indent=1))
+
+    measured, machine = measure(
+        platform=args.platform, reps=args.reps, quick=args.quick, each=write,
+        only=(lambda group: any(part in group.name for part in args.only)) if args.only else None,
+        progress=lambda name: print(f"{time.perf_counter() - start:7.1f} s  measuring {name}",
+                                    flush=True))
     print(f"{len(measured)} measurements in {time.perf_counter() - start:.1f} s: "
           f"{args.out}", flush=True)
     if args.held_out is not None:

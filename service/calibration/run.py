@@ -18,7 +18,7 @@ import math
 import os
 import platform as platform_module
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from service.calibration.fit import Coefficients, DeviceCoefficients, Sample, fit, fit_device
 from service.calibration.microbenchmarks import Group, groups
@@ -75,22 +75,44 @@ def _group(group: Group, reps: int, platform: str) -> tuple[list[Measured], Meas
             for b, e in zip(group.benches, run.executions)], run
 
 
-def calibrate(*, platform: str = "cpu", reps: int = 7, quick: bool = False,
-              progress: Callable[[str], None] | None = None) -> Calibration:
-    """Run every group and fit; raises :class:`XlaError` when a microbenchmark cannot run."""
+def measure(*, platform: str = "cpu", reps: int = 7, quick: bool = False,
+            only: Callable[[Group], bool] | None = None,
+            progress: Callable[[str], None] | None = None,
+            each: Callable[[list[Measured], str], None] | None = None
+            ) -> tuple[list[Measured], str]:
+    """Every group's measurements (``only``: the groups it keeps) and the machine they ran
+    on; ``each`` hears the measurements so far and the machine after every group. Raises
+    :class:`XlaError` when a microbenchmark cannot run."""
     measured: list[Measured] = []
-    run = None
+    machine = machine_description()
     for group in groups(quick, platform):
+        if only is not None and not only(group):
+            continue
         if progress is not None:
             progress(group.name)
         found, run = _group(group, reps, platform)
         measured.extend(found)
-    device = f"{run.device}, " if run is not None and run.device and platform != "cpu" else ""
-    jax = run.jax_version if run is not None else "?"
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    load = tuple(round(x, 2) for x in os.getloadavg())
-    return fitted(platform, f"{device}{machine_description()} (jax {jax})", date, load,  # type: ignore[arg-type]
-                  reps, measured)
+        device = f"{run.device}, " if run.device and platform != "cpu" else ""
+        machine = f"{device}{machine_description()} (jax {run.jax_version or '?'})"
+        if each is not None:
+            each(measured, machine)
+    return measured, machine
+
+
+def calibrate(*, platform: str = "cpu", reps: int = 7, quick: bool = False,
+              progress: Callable[[str], None] | None = None) -> Calibration:
+    """Run every group and fit; raises :class:`XlaError` when a microbenchmark cannot run."""
+    measured, machine = measure(platform=platform, reps=reps, quick=quick, progress=progress)
+    return fitted(platform, machine, _now(), _load(), reps, measured)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _load() -> tuple[float, float, float]:
+    one, five, fifteen = (round(x, 2) for x in os.getloadavg())
+    return one, five, fifteen
 
 
 def fitted(platform: str, machine: str, date: str, load: tuple[float, float, float], reps: int,
@@ -120,17 +142,23 @@ def fitted(platform: str, machine: str, date: str, load: tuple[float, float, flo
 
 def to_json(calibration: Calibration) -> dict:
     """Everything measured and fitted, as JSON data (:func:`from_json` reads it back)."""
-    c = calibration.coefficients
-    coefficients = ({k: getattr(c, k) for k in c.__slots__} if isinstance(c, Coefficients) else
-                    {"base": {k: getattr(c.base, k) for k in c.base.__slots__},
-                     **{k: getattr(c, k) for k in c.__slots__[1:]}})
+    return {**record(calibration.platform, calibration.machine, calibration.measured,
+                     calibration.reps, calibration.date, calibration.load_average,
+                     calibration.note),
+            "coefficients": dataclasses.asdict(calibration.coefficients)}
+
+
+def record(platform: str, machine: str, measured: Sequence[Measured], reps: int,
+           date: str | None = None, load: Sequence[float] | None = None, note: str = "") -> dict:
+    """The measurements as :func:`from_json` reads them (``coefficients`` left to the fit;
+    the date and load average now unless given)."""
     return {
-        "platform": calibration.platform, "machine": calibration.machine,
-        "date": calibration.date, "load_average": list(calibration.load_average),
-        "reps": calibration.reps, "coefficients": coefficients, "note": calibration.note,
+        "platform": platform, "machine": machine, "date": date or _now(),
+        "load_average": list(load if load is not None else _load()), "reps": reps,
+        "coefficients": None, "note": note,
         "measured": [{"label": m.label, "kind": m.kind, "dtype": m.dtype, "bytes": m.bytes,
                       "median_ms": m.median_ms, "own_ns": m.own_ns, "group": m.group}
-                     for m in calibration.measured],
+                     for m in measured],
     }
 
 
