@@ -64,6 +64,8 @@ from typing import Sequence
 
 import numpy as np
 
+from hlo.shape import element_bits
+
 
 class FitError(ValueError):
     """Too few samples of a kind to fit a coefficient."""
@@ -385,7 +387,7 @@ def fit_device(samples: Sequence[Sample]) -> DeviceCoefficients:
             ratios = [other[b] / nn[b] for b in other if nn.get(b, 0) > 0]
             if ratios:
                 dot_ratio.setdefault(dtype, {})[kind] = round(float(np.median(ratios)), 2)
-        tn, width = by_size("dot_tn", dtype), _ELEMENT_BYTES.get(dtype, 4)
+        tn, width = by_size("dot_tn", dtype), element_bits(dtype) // 8
         per_flop = [(tn[b] - nn[b]) / (2 * round((b / width) ** 0.5) ** 3) for b in tn if b in nn]
         if per_flop:
             dot_lhs[dtype] = float(f"{max(0.0, float(np.median(per_flop))):.3g}")
@@ -399,6 +401,3 @@ def fit_device(samples: Sequence[Sample]) -> DeviceCoefficients:
         round(max(0.0, float(np.median(extra))), 2) if extra else 0.0, conv_factor, dot_ratio,
         dot_lhs)
 
-
-#: Bytes per element of the dtypes the device groups use.
-_ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "s8": 1, "pred": 1}
