@@ -32,11 +32,23 @@ def gpu_pricing_column_reductions_as_transposes() -> dict:
     assignment assumes (a column reduction costs the transpose that makes it a row one),
     not as measured on an H200 (next to nothing): what the tests of the row-reduction
     machinery (the preference, the normalization it leaves work for) need."""
-    import tomllib
+    from hlo.target import read_target_file
 
-    root = Path(__file__).resolve().parents[1]
-    spec = tomllib.loads((root / "hlo" / "targets" / "gpu.toml").read_text())
+    spec = read_target_file(Path(__file__).resolve().parents[1] / "hlo" / "targets" / "gpu.toml")
     for rule in spec["op_rules"]:
         if rule["kind"] == "row_reduction":
             rule["params"]["cost_factor"] = 1.0
     return spec
+
+
+def written_target(tmp_path: Path, coefficients, platform: str = "cpu"):
+    """The target that a calibration on ``platform`` with ``coefficients`` writes, loaded
+    back (machine ``m``, date 2026-01-01)."""
+    from hlo.target import load_target, read_target_file
+    from service.calibration.run import Calibration
+    from service.calibration.target_file import target_toml
+
+    path = tmp_path / f"{platform}.toml"
+    path.write_text(target_toml(Calibration(platform, "m", "2026-01-01 00:00 UTC",
+                                            (1.0, 1.0, 1.0), 5, coefficients, ())))
+    return load_target(read_target_file(path))

@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import written_target
 
 from service.calibration.fit import FitError, Sample, _copy_rows, _standalone_rows, fit
 
@@ -157,7 +158,7 @@ def test_the_reduction_order_factor_is_the_extra_passes_of_the_misordered_row_re
     c = fit(synthetic() + order).rounded()
     # Paired in order (one of each per group): 7 and 9 extra passes -> median 8.
     assert c.reduce_order_factor == pytest.approx(8.0)
-    rule = next(r for r in _written(tmp_path, c).op_rules if r.kind == "reduction_minor")
+    rule = next(r for r in written_target(tmp_path, c).op_rules if r.kind == "reduction_minor")
     assert rule.params["order_factor"] == 8.0
 
 
@@ -201,7 +202,7 @@ def test_the_close_read_transpose_factor_is_the_median_over_shapes_and_reaches_t
     assert fit(synthetic()).standalone_near == 1.0  # no group: no term
     c = fit(synthetic() + samples).rounded()
     assert c.standalone_near == pytest.approx(1.4)
-    written = _written(tmp_path, c).transpose
+    written = written_target(tmp_path, c).transpose
     assert written.standalone_near == 1.4
     assert 0 < written.standalone_near_min_bytes <= min(4 * n * m for n, m in NEAR_SHAPES)
     # The group's kinds are the ones the fit pairs, and its transposes read close.
@@ -225,15 +226,3 @@ def test_the_standalone_transposes_give_their_own_cost_per_run():
               for k in samples]
     assert _standalone_rows(faster) == 0.0
     assert _standalone_rows([s for s in samples if s.kind.startswith("copy")]) is None
-
-
-def _written(tmp_path, coefficients):
-    """The target that a calibration with ``coefficients`` writes, loaded back."""
-    from hlo.target import load_target, read_target_file
-    from service.calibration.run import Calibration
-    from service.calibration.target_file import target_toml
-
-    path = tmp_path / "cpu.toml"
-    path.write_text(target_toml(Calibration("cpu", "m", "2026-01-01 00:00 UTC", (1.0, 1.0, 1.0),
-                                            5, coefficients, ())))
-    return load_target(read_target_file(path))
