@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hlo.errors import HloError
-from hlo.shape import COMBINED, ArrayShape, Tile
+from hlo.shape import COMBINED, ArrayShape, Tile, element_bits
 from hlo.tiling import element_storage_bits
 
 
@@ -170,9 +170,10 @@ class TransposeCost(_Frozen):
             raise ValueError("element widths and factors must be positive")
         return value
 
-    def minor_factor(self, element_bytes: int) -> float:
-        """``minor_moving`` for elements of ``element_bytes`` bytes."""
-        return self.minor_moving_by_bytes.get(element_bytes, self.minor_moving)
+    def minor_factor(self, element_type: str) -> float:
+        """``minor_moving`` for elements of ``element_type`` (by its width in bytes)."""
+        return self.minor_moving_by_bytes.get(max(1, element_bits(element_type) // 8),
+                                              self.minor_moving)
 
 
 class CopyCost(_Frozen):

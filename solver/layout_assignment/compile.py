@@ -197,8 +197,8 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
         return _transpose_movement(cm, rel, src, dst, cu, cv)
     target = cm.target
     nbytes = physical_bytes(src, cu.format) + physical_bytes(dst, cv.format)
-    ebytes = max(1, element_bits(src.element_type) // 8)
-    ns = target.pass_ns(nbytes) * target.copies.factor * target.transpose.minor_factor(ebytes)
+    ns = (target.pass_ns(nbytes) * target.copies.factor
+          * target.transpose.minor_factor(src.element_type))
     why = f"{rel.kind} is not a bitcast: {nbytes} bytes"
     slower = target.transpose.reshape_standalone
     stride = _reshape_read_stride(src, dst) if rel.kind == "reshape" else 0

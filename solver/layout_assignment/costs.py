@@ -172,8 +172,8 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
         if minor_same and tiles_a == tiles_b and src_fmt == dst_fmt:
             factor, why = target.transpose.major_only, "permutes major dims only"
         else:
-            ebytes = max(1, element_bits(src.element_type) // 8)
-            factor, why = target.transpose.minor_factor(ebytes), "moves the minor/tiled dims"
+            factor = target.transpose.minor_factor(src.element_type)
+            why = "moves the minor/tiled dims"
             staging = target.transpose.shared_staging
             if staging is not None:
                 factor, why = _staged(target, staging, src, nbytes, factor, why)

@@ -92,8 +92,8 @@ def test_the_gpu_target_written_prices_what_was_measured(tmp_path):
     assert target.transpose.minor_moving == pytest.approx(TRUE["minor"])
     # the 1- and 2-byte transposes measured slower than the f32 ones are priced apart
     assert target.transpose.minor_moving_by_bytes == {1: 1.5, 2: 1.5}
-    assert target.transpose.minor_factor(4) == pytest.approx(TRUE["minor"])
-    assert target.transpose.minor_factor(1) == 1.5
+    assert target.transpose.minor_factor("f32") == pytest.approx(TRUE["minor"])
+    assert target.transpose.minor_factor("s8") == target.transpose.minor_factor("pred") == 1.5
     assert "m, 2026" in target.calibration and "2026-01-01" in target.calibration
     lhs = [r for r in target.rules_for("dot") if r.params.get("ns_per_flop")]
     assert [(r.element_types, r.operands) for r in lhs] == [(("f32",), (0,))]  # bf16: equal
