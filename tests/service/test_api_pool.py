@@ -38,7 +38,11 @@ def test_health_answers_during_a_long_job(base: str) -> None:
         1
     ) as ex:
         job = ex.submit(c.post, "/v1/check", json=sleep_body(5.0))
-        time.sleep(0.5)  # the job is now on the only worker
+        # Wait until the job is on the only worker (a fixed half second was not always
+        # enough on a loaded machine).
+        deadline = time.monotonic() + 4.0
+        while c.get("/readyz").json().get("busy") != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
         for _ in range(5):
             assert c.get("/healthz").status_code == 200
             assert not job.done()
