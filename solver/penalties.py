@@ -33,11 +33,14 @@ limit; round 1 (weights ``w0``) already keeps it, and after 12 rounds and the
 search that follows the answer costs 1.000 times the best published (D: 0.987,
 below it; BENCHMARKS.md, Solver core).
 
-Deterministic: a fixed number of rounds, each a toulbar2 search cut by its
-backtrack count; ``deadline`` only stops the rounds early as a safety net (no
-round starts that would end past it if it took as long as the one before:
-toulbar2's own limit counts CPU time, which on a loaded machine runs slower than
-the wall clock).
+Deterministic: each round is a toulbar2 search cut by its backtrack count, and
+the rounds end after ``rounds`` of them or when their planned ``work`` is spent
+(:mod:`solver.plan`; a round's estimate, :func:`round_seconds`, follows from the
+model's size and toulbar2's count of backtracks, never from the clock).
+``deadline`` only stops the rounds early as a safety net for a much slower
+machine (no round starts that would end past it if it took as long as the one
+before: toulbar2's own limit counts CPU time, which on a loaded machine runs
+slower than the wall clock).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ import numpy as np
 
 from solver.errors import ProblemError
 from solver.flat import BAD, Flat
+from solver.plan import Plan
 from solver.problem import Problem, evaluate, memory_feasible
 from solver.quick import improve
 from solver.wcsp import solve_wcsp
@@ -61,6 +65,20 @@ BACKTRACKS = 2_000
 MAX_PENALTY = 10**13
 #: How fast a weight grows while no upper end is known.
 GROWTH = 8.0
+#: A round's estimated seconds: ENTRY_SECONDS per table entry (toulbar2 building and
+#: preprocessing the model) plus NODE_BACKTRACK_SECONDS per node and backtrack (its
+#: search; then the repair and polish of the answer). Fitted on contest cores K, N and U
+#: (1.6M, 3.0M and 3.8M entries: 3.5, 4.7 and 7.1 s a round on 2026-11-27), rounded up;
+#: it gives 9.3 s for R (9.4 measured) and at most 0.8 s for C, D, P, Q (0.4 measured).
+ENTRY_SECONDS = 1.5e-6
+NODE_BACKTRACK_SECONDS = 1.6e-6
+
+
+def round_seconds(problem: Problem, backtracks: int) -> float:
+    """The estimated seconds of one round on ``problem`` whose toulbar2 search did
+    ``backtracks`` backtracks (a function of the problem and the count alone)."""
+    entries = sum(edge.costs.size for edge in problem.edges)
+    return ENTRY_SECONDS * entries + NODE_BACKTRACK_SECONDS * problem.num_nodes * backtracks
 
 
 class _Weights:
@@ -102,13 +120,15 @@ def _candidate(flat: Flat, labels: np.ndarray) -> np.ndarray | None:
 
 
 def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BACKTRACKS,
-                   deadline: float | None = None, hint: Sequence[int] | None = None
-                   ) -> tuple[tuple[int, ...], int] | None:
+                   deadline: float | None = None, hint: Sequence[int] | None = None,
+                   work: Plan | None = None) -> tuple[tuple[int, ...], int] | None:
     """The cheapest answer (labels and cost) that keeps every rule and the memory
-    limit found over ``rounds`` toulbar2 solves with bisected per-node penalties,
-    or ``None`` when none was found. ``problem`` must have no ties (the reduced
-    problems of :mod:`solver.reductions` have none). ``hint``: see the module
-    docstring (it is not itself an answer of the search)."""
+    limit found over ``rounds`` toulbar2 solves with bisected per-node penalties
+    (fewer when ``work`` runs out: no round starts that would overrun what is left of
+    it if it cost as much as the one before; each round spends its estimate there), or
+    ``None`` when none was found. ``problem`` must have no ties (the
+    reduced problems of :mod:`solver.reductions` have none). ``hint``: see the
+    module docstring (it is not itself an answer of the search)."""
     if problem.ties:
         raise ProblemError("penalty search needs a problem without ties (merge them first)")
     if problem.num_nodes == 0:
@@ -119,8 +139,10 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
     extra = np.zeros(flat.size)
     best, best_cost, w0 = None, np.inf, None
     guide, guide_cost = (None, np.inf) if hint is None else (list(hint), flat.cost(np.array(hint)))
-    began, last = time.perf_counter(), 0.0
+    began, last, estimate = time.perf_counter(), 0.0, 0.0
     for _ in range(rounds):
+        if work is not None and estimate > work.left():
+            break  # the round would overrun the plan if it cost as much as the last
         if deadline is not None and began + last > deadline:
             break  # the round would end past the deadline if it took as long as the last
         penalty = np.minimum(np.repeat(weights.w, flat.k) * extra, MAX_PENALTY)
@@ -128,6 +150,9 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
         # The deadline also bounds toulbar2's own search (CPU seconds), as a safety net.
         seconds = 0 if deadline is None else max(1, int(deadline - time.perf_counter()))
         found = solve_wcsp(problem, rows, backtracks=backtracks, seconds=seconds, hint=guide)
+        estimate = round_seconds(problem, found.backtracks)
+        if work is not None:
+            work.spend(estimate)
         if found.labels is None:
             break  # no answer keeps the hard rules (or toulbar2 found none in budget)
         labels = np.array(found.labels, np.int64)

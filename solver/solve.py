@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from solver import cpsat, lns
 from solver.anneal import anneal
@@ -21,6 +21,7 @@ from solver.heuristics import heuristic
 from solver.laps import Laps
 from solver.options import SolveOptions
 from solver.penalties import penalty_search
+from solver.plan import Plan
 from solver.progress import SearchCallback
 from solver.problem import (
     Problem, Solution, Status, evaluate, memory_feasible, peak_memory, trivial_bound,
@@ -41,9 +42,23 @@ FULL_MODEL_NODE_LABELS = 512
 QUICK_START_SIZE = 20_000
 
 
-#: Share of the time left after the heuristic that goes to the dual bound before
-#: a window search, at most this many seconds: the windows prove nothing and
-#: rarely gain much in their last seconds, while the trivial bound is weak.
+#: The reproducible mode's plan (:mod:`solver.plan`): the heuristic's price rounds, the
+#: penalty rounds and the windows together spend at most SEARCH_SHARE of the time
+#: limit in estimated seconds, and CP-SAT on a whole model gets CPSAT_WORK_PER_SECOND
+#: deterministic units per estimated second left (contest A and C took 0.26 and 0.32
+#: units a second on 2026-11-27, so the estimates leave room on a slower machine).
+SEARCH_SHARE = 0.75
+CPSAT_WORK_PER_SECOND = 0.22
+#: CP-SAT gets at least this many estimated seconds' work when the plan is spent.
+CPSAT_LEAST_SECONDS = 1.0
+#: A window of the window search (1500 nodes) is estimated at WINDOW_SECONDS (contest K:
+#: 3.8 s on 2026-11-27); at most WINDOWS of them.
+WINDOW_SECONDS = 4.0
+WINDOWS = 100
+#: At least this share of the time left after the penalty search (at most this many
+#: seconds) is kept from the windows for the dual bound that follows them: the windows
+#: prove nothing and rarely gain much in their last seconds, while the trivial bound
+#: is weak.
 DUAL_BOUND_SHARE = 0.25
 DUAL_BOUND_SECONDS = 20.0
 #: Likewise kept back from CP-SAT on a whole model with memory rows, used only when
@@ -67,6 +82,9 @@ ANNEAL_MOVES_PER_NODE = 1500
 ANNEAL_MOVES = 400_000
 ANNEAL_ROUNDS = 3
 ANNEAL_SHARE = 0.6
+#: A move's estimated seconds (contest V: 15.0 s for 3 walks of 388,500 moves on
+#: 2026-11-27).
+ANNEAL_MOVE_SECONDS = 1.3e-5
 #: The annealed answer then goes to shifted windows (:func:`solver.lns.improve_shifted`):
 #: at most ANNEALED_WINDOWS windows of ANNEALED_WINDOW nodes, within WINDOWS_SHARE of the
 #: time left (a safety net), before CP-SAT gets the whole model for the rest. On contest
@@ -75,6 +93,11 @@ ANNEAL_SHARE = 0.6
 ANNEALED_WINDOWS = 40
 ANNEALED_WINDOW = 30
 WINDOWS_SHARE = 0.6
+#: A shifted window's and a peak window's estimated seconds (contest V: 1.1 and 5.5 s
+#: on 2026-11-27); in the reproducible mode the shifted windows are as many as the
+#: plan has room for, at most ANNEALED_WINDOWS (ANNEALED_WINDOWS_AGAIN).
+ANNEALED_WINDOW_SECONDS = 1.1
+PEAK_SECONDS = 5.5
 #: (On V the windows reach their fixed point, 1866414, within 40 windows.)
 #: Then PEAK_ROUNDS windows of the nodes live where the load peaks, with their
 #: neighbours (:func:`solver.lns.improve_peak`; at most PEAK_NODES nodes), PEAK_WORK
@@ -94,8 +117,9 @@ PEAK_SHARE = 0.8
 #: entries (at most PENALTY_NODE_ENTRIES per node, no node above PENALTY_LABELS labels),
 #: first gets toulbar2's answers with bisected memory penalties (:mod:`solver.penalties`):
 #: PENALTY_ROUNDS rounds of PENALTY_SEARCH // entries backtracks each (between
-#: PENALTY_MIN_BACKTRACKS and PENALTY_MAX_BACKTRACKS), within PENALTY_SHARE of the time
-#: left (a safety net for a loaded machine). Denser cores (contest A, L, S: wide tables)
+#: PENALTY_MIN_BACKTRACKS and PENALTY_MAX_BACKTRACKS), fewer when their estimated work
+#: (:func:`solver.penalties.round_seconds`) reaches PENALTY_WORK_SHARE of the time limit,
+#: within PENALTY_SHARE of the time left (a safety net for a loaded machine). Denser cores (contest A, L, S: wide tables)
 #: took toulbar2 ten seconds and more a round (BENCHMARKS.md, Solver core). Up to 6M
 #: entries takes in contest cores R and T (5.1M and 5.3M entries, 10k and 16k nodes):
 #: six rounds of 100 backtracks take 26 and 34 CPU seconds there and end 7.7 and 9.4 %
@@ -113,10 +137,18 @@ PENALTY_LARGE_ENTRIES, PENALTY_LARGE_ROUNDS = 4_000_000, 6
 PENALTY_SEARCH = 300_000_000
 PENALTY_MIN_BACKTRACKS, PENALTY_MAX_BACKTRACKS = 100, 2_000
 PENALTY_SHARE = 0.8
-#: The heuristic before the penalty search gets at most this many seconds: on the
-#: largest cores its last seconds gain about 1 % (contest T: 793e9 after 6 s, 783e9
-#: after 20 s), time the penalty rounds need.
-PENALTY_HEURISTIC_SECONDS = 8.0
+PENALTY_WORK_SHARE = 0.5
+#: The heuristic (:func:`solver.heuristics.heuristic`) does as many price rounds as fit,
+#: at most HEURISTIC_ROUNDS, each estimated at HEURISTIC_ROUND_SECONDS per node (contest
+#: cores R and T, 10k and 16k nodes: 1.15 and 1.85 s a round on 2026-11-27), in its
+#: share of the time limit: at most ``SolveOptions.heuristic_time`` and HEURISTIC_SHARE,
+#: and before the penalty search at most PENALTY_HEURISTIC_SHARE: on the largest cores
+#: its last seconds gain about 1 % (contest T: 793e9 after 6 s, 783e9 after 20 s), time
+#: the penalty rounds need. The clock cuts it only at HEURISTIC_SHARE of the time left.
+HEURISTIC_ROUNDS = 16
+HEURISTIC_ROUND_SECONDS = 1.2e-4
+HEURISTIC_SHARE = 0.4
+PENALTY_HEURISTIC_SHARE = 0.1
 #: A core searched in windows that the penalty search does not take for its wide nodes
 #: gets it with the nodes of more than PENALTY_FIXED_LABELS labels fixed at the start's
 #: labels: contest S (7 of its 6449 nodes, up to 853 labels) leaves 6442 nodes and 1.8M
@@ -237,9 +269,11 @@ def solve(problem: Problem, options: SolveOptions = SolveOptions(),
             raise SolveError("reductions proved infeasible a problem with a known solution")
         return Solution(Status.INFEASIBLE, timings_ms=laps.timings(),
                         message=reduction.infeasible or "")
-    start, first_ms = _first_answer(reduction, hint, quick, options, deadline, laps, first_ms)
+    plan = Plan(SEARCH_SHARE * options.time_limit)
+    start, first_ms = _first_answer(reduction, hint, quick, options, deadline, laps, first_ms,
+                                    plan)
     found = _search(reduction.problem, prepared.model, start, first_ms, options, deadline, laps,
-                    _offset(report, reduction.offset))
+                    plan, _offset(report, reduction.offset))
     if found.best is None:
         return _unanswered(problem, reduction, found, quick, laps)
     return _restored(problem, reduction, found, quick, laps)
@@ -296,8 +330,8 @@ def _projected(reduction: Reduction, known: Sequence[int], fill: Answer | None
 
 
 def _first_answer(reduction: Reduction, hint: Sequence[int] | None, quick: Answer | None,
-                  options: SolveOptions, deadline: float, laps: Laps, first_ms: float | None
-                  ) -> tuple[Answer | None, float | None]:
+                  options: SolveOptions, deadline: float, laps: Laps, first_ms: float | None,
+                  plan: Plan) -> tuple[Answer | None, float | None]:
     """The start of the search on the reduced problem, and when a first answer was had:
     the hint when it survives the reductions whole, else the cheapest of the heuristic's
     answer, the hint completed by it, and the quick answer."""
@@ -309,11 +343,16 @@ def _first_answer(reduction: Reduction, hint: Sequence[int] | None, quick: Answe
         first_ms = laps.elapsed_ms()
         laps.lap("hint")
         return hinted, first_ms
-    budget = min(options.heuristic_time, max(0.0, (deadline - laps.mark) * 0.4))
+    share = HEURISTIC_SHARE
     if _penalised(core) or (_wide(core) and not _modelled_whole(core, options)):
-        budget = min(budget, PENALTY_HEURISTIC_SECONDS)
+        share = PENALTY_HEURISTIC_SHARE
+    each = HEURISTIC_ROUND_SECONDS * core.num_nodes
+    rounds = plan.fitting(each, HEURISTIC_ROUNDS,
+                          min(options.heuristic_time, share * options.time_limit))
+    plan.spend(rounds * each)
+    cut = min(options.heuristic_time, max(0.0, (deadline - laps.mark) * HEURISTIC_SHARE))
     before = time.perf_counter()
-    guess = heuristic(core, budget)
+    guess = heuristic(core, cut, rounds)
     best = _feasible(core, guess.labels)
     if best is not None and first_ms is None:
         found_after = guess.first_seconds if guess.first_seconds is not None else guess.seconds
@@ -328,18 +367,20 @@ def _first_answer(reduction: Reduction, hint: Sequence[int] | None, quick: Answe
 
 def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
             first_ms: float | None, options: SolveOptions, deadline: float, laps: Laps,
-            report: SearchCallback | None = None) -> Search:
+            plan: Plan, report: SearchCallback | None = None) -> Search:
     """CP-SAT on the whole model from ``start``, or on windows when the model is too
     large and there is a start; the start with the trivial bound when no model could
     be built in time."""
     if core.num_nodes == 0:
         return Search(start, 0, Status.OPTIMAL, first_ms)
     if start is not None and _penalised(core):
-        start = _penalty_searched(core, start, deadline, laps, options.num_workers)
+        start = _penalty_searched(core, start, deadline, laps, options.num_workers,
+                                  plan.part(PENALTY_WORK_SHARE * options.time_limit))
     elif start is not None and not _modelled_whole(core, options):
-        start = _narrowed_penalty_searched(core, start, deadline, laps, options.num_workers)
+        start = _narrowed_penalty_searched(core, start, deadline, laps, options.num_workers,
+                                           plan.part(PENALTY_WORK_SHARE * options.time_limit))
     if start is not None and not _modelled_whole(core, options):
-        return _window_search(core, start, first_ms, options, deadline, laps, report)
+        return _window_search(core, start, first_ms, options, deadline, laps, plan, report)
     if model is None and not _modelled_whole(core, options):
         # Too large to model in time, but no start for the windows either.
         model = _build_in_time(core, deadline)
@@ -350,19 +391,19 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
         bound = trivial_bound(core)
         return Search(start, bound, _status(bound, start.cost), first_ms)
     if start is not None and _anneals(core):
-        start = _annealed(core, start, deadline, laps)
-        start = _windowed(core, start, options, deadline, laps)
-        peaked = _peaked(core, start, options, deadline, laps)
+        start = _annealed(core, start, deadline, laps, plan)
+        start = _windowed(core, start, options, deadline, laps, plan)
+        peaked = _peaked(core, start, options, deadline, laps, plan)
         if peaked.cost < start.cost:
             # The peak window moved memory between distant nodes: their neighbourhoods
             # settle again in shifted windows (contest V: 1643243 -> 1623645).
-            peaked = _windowed(core, peaked, options, deadline, laps, "windows-again",
+            peaked = _windowed(core, peaked, options, deadline, laps, plan, "windows-again",
                                ANNEALED_WINDOWS_AGAIN)
         start = peaked
     if start is not None:
         cpsat.add_hint(model, start.labels)
         laps.lap("add-hint")
-    return _model_search(core, model, start, first_ms, options, deadline, laps, report)
+    return _model_search(core, model, start, first_ms, options, deadline, laps, plan, report)
 
 
 def _anneals(core: Problem) -> bool:
@@ -384,12 +425,13 @@ def _penalised(core: Problem) -> bool:
 
 
 def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
-                      workers: int = 2) -> Answer:
+                      workers: int = 2, work: Plan | None = None) -> Answer:
     """``start``, or the cheapest answer of toulbar2 with bisected memory penalties:
     with ``workers`` of 2 or more (the solve's ``num_workers``), two searches with the
     same rounds, one as it comes and one whose toulbar2 dives are hinted by the cheapest
     answer known (``start`` first), the hinted one in a child process on the other core
-    (toulbar2 uses one); with one worker, the first alone. Each helps where the other
+    (toulbar2 uses one); with one worker, the first alone. The rounds end when ``work``
+    runs out: the first search spends it, the second, beside it, has a copy of its own. Each helps where the other
     stalls: at fixed work, contest U 1.123 -> 1.031 of the best published with the
     hint, K 1.021 -> 1.294 and N 1.059 -> 1.089 with it (BENCHMARKS.md). On equal
     costs the unhinted answer is kept."""
@@ -398,9 +440,11 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
                      max(PENALTY_MIN_BACKTRACKS, PENALTY_SEARCH // entries))
     cut = time.perf_counter() + PENALTY_SHARE * max(0.0, deadline - time.perf_counter())
     rounds = PENALTY_ROUNDS if entries <= PENALTY_LARGE_ENTRIES else PENALTY_LARGE_ROUNDS
+    own = None if work is None else Plan(work.left())
     hinted = None if workers < 2 else beside(
-        lambda: penalty_search(core, rounds, backtracks, deadline=cut, hint=start.labels))
-    found = [penalty_search(core, rounds, backtracks, deadline=cut)]
+        lambda: penalty_search(core, rounds, backtracks, deadline=cut, hint=start.labels,
+                               work=own))
+    found = [penalty_search(core, rounds, backtracks, deadline=cut, work=work)]
     if hinted is not None:
         try:
             found.append(hinted.result())
@@ -421,7 +465,7 @@ def _wide(core: Problem) -> bool:
 
 
 def _narrowed_penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
-                               workers: int = 2) -> Answer:
+                               workers: int = 2, work: Plan | None = None) -> Answer:
     """``start``, or the cheaper answer of the penalty search on ``core`` with its nodes
     of more than PENALTY_FIXED_LABELS labels fixed at ``start``'s labels (when that
     leaves a core the penalty search takes)."""
@@ -432,7 +476,7 @@ def _narrowed_penalty_searched(core: Problem, start: Answer, deadline: float, la
     if not _penalised(narrow):
         return start
     found = _penalty_searched(narrow, Answer(tuple(start.labels[v] for v in nodes), BAD_COST),
-                              deadline, laps, workers)
+                              deadline, laps, workers, work)
     if found.cost == BAD_COST:
         return start
     labels = list(start.labels)
@@ -442,33 +486,41 @@ def _narrowed_penalty_searched(core: Problem, start: Answer, deadline: float, la
     return answer if answer is not None and answer.cost < start.cost else start
 
 
-def _annealed(core: Problem, start: Answer, deadline: float, laps: Laps) -> Answer:
+def _annealed(core: Problem, start: Answer, deadline: float, laps: Laps, plan: Plan
+              ) -> Answer:
     """``start`` improved by annealing (a fixed number of moves; the clock only cuts it)."""
     moves = min(ANNEAL_MOVES, ANNEAL_MOVES_PER_NODE * core.num_nodes)
     cut = time.perf_counter() + ANNEAL_SHARE * max(0.0, deadline - time.perf_counter())
     labels, _ = anneal(core, start.labels, moves, deadline=cut, rounds=ANNEAL_ROUNDS)
+    plan.spend(ANNEAL_MOVE_SECONDS * moves * ANNEAL_ROUNDS)
     laps.lap("anneal")
     found = _feasible(core, labels)
     return found if found is not None and found.cost < start.cost else start
 
 
 def _windowed(core: Problem, start: Answer, options: SolveOptions, deadline: float,
-              laps: Laps, lap: str = "windows", windows: int = ANNEALED_WINDOWS) -> Answer:
-    """``start`` improved by shifted windows (a fixed number; the clock only cuts them)."""
+              laps: Laps, plan: Plan, lap: str = "windows", windows: int = ANNEALED_WINDOWS
+              ) -> Answer:
+    """``start`` improved by at most ``windows`` shifted windows, in the reproducible
+    mode as many as the plan has room for (the clock only cuts them)."""
     cut = time.perf_counter() + WINDOWS_SHARE * max(0.0, deadline - time.perf_counter())
-    improved, _ = lns.improve_shifted(core, start.labels, cut, options, windows,
-                                      ANNEALED_WINDOW)
+    if options.deterministic:
+        windows = plan.fitting(ANNEALED_WINDOW_SECONDS, windows)
+    improved, solved = lns.improve_shifted(core, start.labels, cut, options, windows,
+                                           ANNEALED_WINDOW)
+    plan.spend(solved * ANNEALED_WINDOW_SECONDS)
     laps.lap(lap)
     return _no_worse(core, start, improved, "window search")
 
 
 def _peaked(core: Problem, start: Answer, options: SolveOptions, deadline: float,
-            laps: Laps) -> Answer:
+            laps: Laps, plan: Plan) -> Answer:
     """``start`` improved by windows around the load's peak (fixed work; the clock only
     cuts them)."""
     cut = time.perf_counter() + PEAK_SHARE * max(0.0, deadline - time.perf_counter())
-    improved, _ = lns.improve_peak(core, start.labels, cut, options, PEAK_ROUNDS, PEAK_WORK,
-                                   PEAK_NODES)
+    improved, solved = lns.improve_peak(core, start.labels, cut, options, PEAK_ROUNDS,
+                                        PEAK_WORK, PEAK_NODES)
+    plan.spend(solved * PEAK_SECONDS)
     laps.lap("peak-windows")
     return _no_worse(core, start, improved, "peak window")
 
@@ -484,36 +536,42 @@ def _no_worse(core: Problem, start: Answer, improved: Sequence[int], what: str) 
 
 
 def _window_search(core: Problem, start: Answer, first_ms: float | None,
-                   options: SolveOptions, deadline: float, laps: Laps,
+                   options: SolveOptions, deadline: float, laps: Laps, plan: Plan,
                    report: SearchCallback | None = None) -> Search:
-    """CP-SAT on windows of the reduced problem, the rest fixed (:mod:`solver.lns`).
-    The windows prove nothing, so a share of the time first goes to a real bound: the
-    LP dual with memory multipliers (:mod:`solver.dual_bound`). When that bound already
-    meets the start, the start is optimal and there is nothing to search for."""
-    share = min(DUAL_BOUND_SHARE * (deadline - time.perf_counter()), DUAL_BOUND_SECONDS)
-    dual = max(trivial_bound(core), dual_bound(core, max(0.0, share), target=start.cost))
+    """CP-SAT on windows of the reduced problem, the rest fixed (:mod:`solver.lns`): in
+    the reproducible mode as many as the plan has room for at WINDOW_SECONDS each (at
+    most WINDOWS), else until the time kept for the bound. The windows prove nothing,
+    so the time left then goes to a real bound, at least DUAL_BOUND_SHARE of the time
+    left before the windows (at most DUAL_BOUND_SECONDS): the LP dual with memory
+    multipliers (:mod:`solver.dual_bound`). When it meets the answer, the answer is
+    optimal."""
+    keep = min(DUAL_BOUND_SHARE * max(0.0, deadline - time.perf_counter()), DUAL_BOUND_SECONDS)
+    windows = plan.fitting(WINDOW_SECONDS, WINDOWS) if options.deterministic else None
+    improved, solved = lns.improve(core, start.labels, deadline - keep, options,
+                                   max_windows=windows)
+    plan.spend(solved * WINDOW_SECONDS)
+    answer = _no_worse(core, start, improved, "window search")
+    laps.lap("window-search")
+    seconds = max(0.0, deadline - time.perf_counter())
+    bound = max(trivial_bound(core), dual_bound(core, seconds, target=answer.cost))
     laps.lap("dual-bound")
     if report is not None:
-        report(start.cost, min(dual, start.cost))
-    if dual >= start.cost:
-        return Search(start, dual, Status.OPTIMAL, first_ms)
-    improved, _ = lns.improve(core, start.labels, deadline, options)
-    answer = _feasible(core, improved)
-    if answer is None or answer.cost > start.cost:
-        cost = None if answer is None else answer.cost
-        raise SolveError(f"window search answer re-evaluates to {cost}, start was {start.cost}")
-    laps.lap("window-search")
-    bound = max(trivial_bound(core), dual)
+        report(answer.cost, min(bound, answer.cost))
     return Search(answer, bound, _status(bound, answer.cost), first_ms)
 
 
 def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
                   first_ms: float | None, options: SolveOptions, deadline: float,
-                  laps: Laps, report: SearchCallback | None = None) -> Search:
-    """CP-SAT on the whole model (hinted with ``start``); with memory rows a slice of
-    the time is kept for the dual bound in case CP-SAT does not prove its answer."""
+                  laps: Laps, plan: Plan, report: SearchCallback | None = None) -> Search:
+    """CP-SAT on the whole model (hinted with ``start``); in the reproducible mode with
+    the plan's work left (CPSAT_WORK_PER_SECOND deterministic units per estimated
+    second) unless the options set a budget; with memory rows a slice of the time is
+    kept for the dual bound in case CP-SAT does not prove its answer."""
     keep = (min(MEMORY_DUAL_SHARE * (deadline - time.perf_counter()), MEMORY_DUAL_SECONDS)
             if core.memory else 0.0)
+    if options.deterministic and options.deterministic_time is None:
+        options = replace(options, deterministic_time=CPSAT_WORK_PER_SECOND
+                          * max(plan.left(), CPSAT_LEAST_SECONDS))
     raw = cpsat.solve_model(model, options, deadline - time.perf_counter() - keep, report)
     laps.lap("cpsat")
     best = start
