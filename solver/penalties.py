@@ -65,20 +65,21 @@ BACKTRACKS = 2_000
 MAX_PENALTY = 10**13
 #: How fast a weight grows while no upper end is known.
 GROWTH = 8.0
-#: A round's estimated seconds: ENTRY_SECONDS per table entry (toulbar2 building and
-#: preprocessing the model) plus NODE_BACKTRACK_SECONDS per node and backtrack (its
-#: search; then the repair and polish of the answer). Fitted on contest cores K, N and U
-#: (1.6M, 3.0M and 3.8M entries: 3.5, 4.7 and 7.1 s a round on 2026-11-27), rounded up;
-#: it gives 9.3 s for R (9.4 measured) and at most 0.8 s for C, D, P, Q (0.4 measured).
-ENTRY_SECONDS = 1.5e-6
-NODE_BACKTRACK_SECONDS = 1.6e-6
+#: A round's estimated seconds, per table entry: ENTRY_SECONDS (toulbar2 building and
+#: preprocessing the model, the repair and polish of its answer) plus
+#: ENTRY_BACKTRACK_SECONDS per backtrack of its search. Fitted on contest cores K, M, N
+#: (1.6M-3.0M entries, 100-193 backtracks: 4.1, 4.4 and 5.1 s a round on 2026-11-27,
+#: solve and all), rounded up; U and R (3.8M and 5.1M entries) took 7.1 and 9.4 s against
+#: 7.1 and 9.4 estimated; small cores (C, D, P, Q: about 0.4 s) are estimated at up to 2 s.
+ENTRY_SECONDS = 0.75e-6
+ENTRY_BACKTRACK_SECONDS = 1.1e-8
 
 
 def round_seconds(problem: Problem, backtracks: int) -> float:
     """The estimated seconds of one round on ``problem`` whose toulbar2 search did
     ``backtracks`` backtracks (a function of the problem and the count alone)."""
     entries = sum(edge.costs.size for edge in problem.edges)
-    return ENTRY_SECONDS * entries + NODE_BACKTRACK_SECONDS * problem.num_nodes * backtracks
+    return entries * (ENTRY_SECONDS + ENTRY_BACKTRACK_SECONDS * backtracks)
 
 
 class _Weights:

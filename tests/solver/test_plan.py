@@ -1,0 +1,135 @@
+"""The reproducible mode's plan: stages sized in estimated seconds, so that the clock
+decides no answer. The oracle for "the clock decides nothing" is a second solve under a
+clock that runs half as fast again: the same stages must do the same work and give the
+same answer."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from oracle import Raw
+from test_reductions import build
+from test_solve import grid
+
+import solver.lns
+import solver.penalties
+import solver.solve
+from solver import cpsat
+from solver.options import SolveOptions
+from solver.plan import Plan
+from solver.problem import Status
+
+
+def test_a_plan_counts_the_steps_that_fit_and_its_parts_spend_in_it() -> None:
+    plan = Plan(45.0)
+    plan.spend(30.0)
+    assert plan.left() == 15.0
+    assert plan.fitting(4.0, most=60) == 3
+    assert plan.fitting(4.0, most=2) == 2
+    assert plan.fitting(4.0, most=60, seconds=9.0) == 2
+    assert plan.fitting(100.0, most=60) == 1  # at least one step
+    part = plan.part(10.0)
+    assert part.total == 10.0
+    part.spend(6.0)
+    assert part.left() == 4.0 and plan.left() == 9.0
+    assert plan.part(20.0).total == 9.0  # never more than is left
+    plan.spend(50.0)
+    assert plan.left() == 0.0
+
+
+class _Spy:
+    """Records the work each stage was given and did."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.rounds: list[int] = []
+        self.windows: list[tuple[int | None, int]] = []
+        self.tb2 = 0
+        heuristic, improve, wcsp = (solver.solve.heuristic, solver.lns.improve,
+                                    solver.penalties.solve_wcsp)
+
+        def spied_heuristic(problem, time_limit=1.0, rounds=16):
+            self.rounds.append(rounds)
+            return heuristic(problem, time_limit, rounds)
+
+        def spied_improve(*args, max_windows=None, **kwargs):
+            found = improve(*args, max_windows=max_windows, **kwargs)
+            self.windows.append((max_windows, found[1]))
+            return found
+
+        def spied_wcsp(*args, **kwargs):
+            self.tb2 += 1
+            return wcsp(*args, **kwargs)
+
+        monkeypatch.setattr(solver.solve, "heuristic", spied_heuristic)
+        monkeypatch.setattr(solver.lns, "improve", spied_improve)
+        monkeypatch.setattr(solver.penalties, "solve_wcsp", spied_wcsp)
+
+
+def chain(n: int, labels: int, seed: int) -> Raw:
+    """A chain whose memory limit binds: each node's usage is live with its two
+    successors', at most 15 at once."""
+    rng = np.random.default_rng(seed)
+    raw = Raw([rng.integers(0, 20, labels).tolist() for _ in range(n)])
+    for i in range(n - 1):
+        raw.edges.append((i, i + 1, rng.integers(0, 20, (labels, labels)).tolist()))
+    for i in range(n):
+        raw.memory.append((i, i, i + 2, rng.integers(1, 10, labels).tolist()))
+    raw.limit = 15
+    return raw
+
+
+def test_the_clock_decides_no_answer_on_the_penalty_and_window_path(monkeypatch) -> None:
+    # A memory-limited chain too small to anneal, unreduced and forced onto the window
+    # search (as the contest's large cores are): heuristic, penalty rounds, windows (each
+    # proven in well under a second), dual bound. Solved once as it is and once under a
+    # clock running 1.5 times as fast (every stage sees less time left): the same rounds,
+    # windows and answer. With windows run until the deadline, as before the plan, about
+    # 25 windows ran and their count followed the clock.
+    problem = build(chain(40, 3, seed=0))
+    options = SolveOptions(time_limit=3.0, whole_model_labels=10, num_workers=1, passes=())
+    spy = _Spy(monkeypatch)
+    first = solve_counted(problem, options, spy)
+    real = time.perf_counter
+    began = real()
+    monkeypatch.setattr(time, "perf_counter", lambda: began + 1.5 * (real() - began))
+    second = solve_counted(problem, options, spy)
+    assert {"penalties", "window-search", "dual-bound"} <= set(dict(first[0].timings_ms))
+    assert first[1:] == second[1:]
+    assert first[0].labels == second[0].labels and first[0].objective == second[0].objective
+    windows, solved = first[1][1]
+    assert windows is not None and solved == windows  # the plan, not the clock, ended them
+
+
+def solve_counted(problem, options, spy: _Spy):
+    spy.rounds.clear()
+    spy.windows.clear()
+    spy.tb2 = 0
+    got = solver.solve.solve(problem, options)
+    return got, (tuple(spy.rounds), spy.windows[0], spy.tb2)
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_cpsat_on_a_whole_model_ends_on_a_work_budget(monkeypatch, deterministic) -> None:
+    # In the reproducible mode CP-SAT gets deterministic units from the plan, whatever
+    # the clock says; otherwise only the time limit; a budget in the options is kept.
+    given = []
+    solve_model = cpsat.solve_model
+
+    def spied(built, options, time_limit, report=None):
+        given.append(options.deterministic_time)
+        return solve_model(built, options, time_limit, report)
+
+    monkeypatch.setattr(cpsat, "solve_model", spied)
+    problem = build(grid(4, 3, seed=5))
+    got = solver.solve.solve(problem, SolveOptions(time_limit=10.0,
+                                                   deterministic=deterministic))
+    assert got.status in (Status.OPTIMAL, Status.FEASIBLE)
+    # At most the whole search share of the 10 s limit, in units.
+    most = 0.8 * 10 * solver.solve.CPSAT_WORK_PER_SECOND
+    assert given and all((g is not None and 0 < g <= most) if deterministic else g is None
+                         for g in given)
+    given.clear()
+    solver.solve.solve(problem, SolveOptions(time_limit=10.0, deterministic_time=0.01))
+    assert given == [0.01]
