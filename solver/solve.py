@@ -48,7 +48,7 @@ QUICK_START_SIZE = 20_000
 #: deterministic units per estimated second left (contest A and C took 0.26 and 0.32
 #: units a second on 2026-11-27, so the estimates leave room on a slower machine).
 SEARCH_SHARE = 0.8
-CPSAT_WORK_PER_SECOND = 0.22
+CPSAT_WORK_PER_SECOND = 0.16
 #: CP-SAT gets at least CPSAT_LEAST_SHARE of the time limit's worth of work, however
 #: much of the plan the stages before it spent (on the annealed cores B and G it
 #: proves the optimum after them; BENCHMARKS.md, Solver core).
@@ -139,7 +139,7 @@ PENALTY_LARGE_ENTRIES, PENALTY_LARGE_ROUNDS = 4_000_000, 6
 PENALTY_SEARCH = 300_000_000
 PENALTY_MIN_BACKTRACKS, PENALTY_MAX_BACKTRACKS = 100, 2_000
 PENALTY_SHARE = 0.8
-PENALTY_WORK_SHARE = 0.6
+PENALTY_WORK_SHARE = 0.7
 #: The heuristic (:func:`solver.heuristics.heuristic`) does as many price rounds as fit,
 #: at most HEURISTIC_ROUNDS, each estimated at HEURISTIC_ROUND_SECONDS per node (contest
 #: cores R and T, 10k and 16k nodes: 1.15 and 1.85 s a round on 2026-11-27), in its
@@ -148,6 +148,9 @@ PENALTY_WORK_SHARE = 0.6
 #: its last seconds gain about 1 % (contest T: 793e9 after 6 s, 783e9 after 20 s), time
 #: the penalty rounds need. The clock cuts it only at HEURISTIC_SHARE of the time left.
 HEURISTIC_ROUNDS = 16
+#: Its first answer and the group descent after the rounds cost about this many rounds
+#: (contest R and T: 1.8 and 3.0 s).
+HEURISTIC_FIXED_ROUNDS = 2
 HEURISTIC_ROUND_SECONDS = 1.2e-4
 HEURISTIC_SHARE = 0.4
 PENALTY_HEURISTIC_SHARE = 0.1
@@ -351,7 +354,7 @@ def _first_answer(reduction: Reduction, hint: Sequence[int] | None, quick: Answe
     each = HEURISTIC_ROUND_SECONDS * core.num_nodes
     rounds = plan.fitting(each, HEURISTIC_ROUNDS,
                           min(options.heuristic_time, share * options.time_limit))
-    plan.spend(rounds * each)
+    plan.spend((rounds + HEURISTIC_FIXED_ROUNDS) * each)
     cut = min(options.heuristic_time, max(0.0, (deadline - laps.mark) * HEURISTIC_SHARE))
     before = time.perf_counter()
     guess = heuristic(core, cut, rounds)
