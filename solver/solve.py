@@ -358,8 +358,13 @@ def _first_answer(reduction: Reduction, hint: Sequence[int] | None, quick: Answe
     if _penalised(core) or (_wide(core) and not _modelled_whole(core, options)):
         share = PENALTY_HEURISTIC_SHARE
     each = HEURISTIC_ROUND_SECONDS * core.num_nodes
-    rounds = plan.fitting(each, HEURISTIC_ROUNDS,
-                          min(options.heuristic_time, share * options.time_limit))
+    # The rounds and the fixed parts stay below the clock's cut (``heuristic_time``, and
+    # HEURISTIC_SHARE of the time left, taken at 0.9 of the limit) on a core so large that
+    # its rounds would fill the heuristic's whole share.
+    below = min(options.heuristic_time, 0.9 * HEURISTIC_SHARE * options.time_limit)
+    seconds = min(options.heuristic_time, share * options.time_limit,
+                  below - HEURISTIC_FIXED_ROUNDS * each)
+    rounds = plan.fitting(each, HEURISTIC_ROUNDS, seconds)
     plan.spend((rounds + HEURISTIC_FIXED_ROUNDS) * each)
     cut = min(options.heuristic_time, max(0.0, (deadline - laps.mark) * HEURISTIC_SHARE))
     before = time.perf_counter()
