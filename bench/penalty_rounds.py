@@ -31,7 +31,7 @@ from bench.iopddl import DATA, published  # noqa: E402
 from solver.heuristics import heuristic  # noqa: E402
 from solver.iopddl import read_instance  # noqa: E402
 from solver.options import SolveOptions  # noqa: E402
-from solver.penalties import penalty_search  # noqa: E402
+from solver.penalties import penalty_search, table_entries  # noqa: E402
 from solver.problem import evaluate  # noqa: E402
 from solver.lns import fixed_problem  # noqa: E402
 from solver.reductions import reduce_problem  # noqa: E402
@@ -59,7 +59,7 @@ def row(name: str, rounds: int, backtracks: int, heuristic_s: float, best: int,
             labels[v] = label
         cost = evaluate(core, tuple(labels)) + offset
     shown = "none" if cost is None else f"{cost} | {cost / best:.3f}"
-    entries = sum(edge.costs.size for edge in narrow.edges)
+    entries = table_entries(narrow)
     return (f"| {name} | {narrow.num_nodes} | {entries} | {start} | {start / best:.3f} | "
             f"{shown} | {cpu:.1f} |")
 

@@ -75,10 +75,14 @@ ENTRY_SECONDS = 0.75e-6
 ENTRY_BACKTRACK_SECONDS = 1.1e-8
 
 
-def round_seconds(problem: Problem, backtracks: int) -> float:
-    """The estimated seconds of one round on ``problem`` whose toulbar2 search did
-    ``backtracks`` backtracks (a function of the problem and the count alone)."""
-    entries = sum(edge.costs.size for edge in problem.edges)
+def table_entries(problem: Problem) -> int:
+    """How many entries ``problem``'s edge tables hold together."""
+    return sum(edge.costs.size for edge in problem.edges)
+
+
+def round_seconds(entries: int, backtracks: int) -> float:
+    """The estimated seconds of one round on a problem of ``entries`` table entries whose
+    toulbar2 search did ``backtracks`` backtracks (a function of the two counts alone)."""
     return entries * (ENTRY_SECONDS + ENTRY_BACKTRACK_SECONDS * backtracks)
 
 
@@ -140,6 +144,7 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
     extra = np.zeros(flat.size)
     best, best_cost, w0 = None, np.inf, None
     guide, guide_cost = (None, np.inf) if hint is None else (list(hint), flat.cost(np.array(hint)))
+    entries = table_entries(problem)
     began, last, estimate = time.perf_counter(), 0.0, 0.0
     for _ in range(rounds):
         if work is not None and estimate > work.left():
@@ -151,7 +156,7 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
         # The deadline also bounds toulbar2's own search (CPU seconds), as a safety net.
         seconds = 0 if deadline is None else max(1, int(deadline - time.perf_counter()))
         found = solve_wcsp(problem, rows, backtracks=backtracks, seconds=seconds, hint=guide)
-        estimate = round_seconds(problem, found.backtracks)
+        estimate = round_seconds(entries, found.backtracks)
         if work is not None:
             work.spend(estimate)
         if found.labels is None:

@@ -20,7 +20,7 @@ from solver.errors import BuildTimeout, ProblemError, SolveError
 from solver.heuristics import heuristic
 from solver.laps import Laps
 from solver.options import SolveOptions
-from solver.penalties import penalty_search
+from solver.penalties import penalty_search, table_entries
 from solver.plan import Plan
 from solver.progress import SearchCallback
 from solver.problem import (
@@ -362,8 +362,7 @@ def _first_answer(reduction: Reduction, hint: Sequence[int] | None, quick: Answe
     # HEURISTIC_SHARE of the time left, taken at 0.9 of the limit) on a core so large that
     # its rounds would fill the heuristic's whole share.
     below = min(options.heuristic_time, 0.9 * HEURISTIC_SHARE * options.time_limit)
-    seconds = min(options.heuristic_time, share * options.time_limit,
-                  below - HEURISTIC_FIXED_ROUNDS * each)
+    seconds = min(share * options.time_limit, below - HEURISTIC_FIXED_ROUNDS * each)
     rounds = plan.fitting(each, HEURISTIC_ROUNDS, seconds)
     plan.spend((rounds + HEURISTIC_FIXED_ROUNDS) * each)
     cut = min(options.heuristic_time, max(0.0, (deadline - laps.mark) * HEURISTIC_SHARE))
@@ -389,12 +388,12 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
     be built in time."""
     if core.num_nodes == 0:
         return Search(start, 0, Status.OPTIMAL, first_ms)
+    penalties = plan.part(PENALTY_WORK_SHARE * options.time_limit)
     if start is not None and _penalised(core):
-        start = _penalty_searched(core, start, deadline, laps, options.num_workers,
-                                  plan.part(PENALTY_WORK_SHARE * options.time_limit))
+        start = _penalty_searched(core, start, deadline, laps, options.num_workers, penalties)
     elif start is not None and not _modelled_whole(core, options):
         start = _narrowed_penalty_searched(core, start, deadline, laps, options.num_workers,
-                                           plan.part(PENALTY_WORK_SHARE * options.time_limit))
+                                           penalties)
     if start is not None and not _modelled_whole(core, options):
         return _window_search(core, start, first_ms, options, deadline, laps, plan, report)
     if model is None and not _modelled_whole(core, options):
@@ -428,14 +427,10 @@ def _anneals(core: Problem) -> bool:
             and len(core.memory) <= ANNEAL_USES_PER_NODE * core.num_nodes)
 
 
-def _table_entries(core: Problem) -> int:
-    return sum(edge.costs.size for edge in core.edges)
-
-
 def _penalised(core: Problem) -> bool:
     if core.memory_limit is None or not core.memory or core.ties or _anneals(core):
         return False
-    entries = _table_entries(core)
+    entries = table_entries(core)
     return (entries <= min(PENALTY_ENTRIES, PENALTY_NODE_ENTRIES * core.num_nodes)
             and max(map(len, core.unary)) <= PENALTY_LABELS)
 
@@ -451,7 +446,7 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
     stalls: at fixed work, contest U 1.123 -> 1.031 of the best published with the
     hint, K 1.021 -> 1.294 and N 1.059 -> 1.089 with it (BENCHMARKS.md). On equal
     costs the unhinted answer is kept."""
-    entries = max(1, _table_entries(core))
+    entries = max(1, table_entries(core))
     backtracks = min(PENALTY_MAX_BACKTRACKS,
                      max(PENALTY_MIN_BACKTRACKS, PENALTY_SEARCH // entries))
     cut = time.perf_counter() + PENALTY_SHARE * max(0.0, deadline - time.perf_counter())

@@ -67,6 +67,16 @@ class _Spy:
         monkeypatch.setattr(solver.penalties, "solve_wcsp", spied_wcsp)
 
 
+def solve_counted(problem, options, spy: _Spy):
+    """The solve's answer, and the heuristic's rounds, the first window search's planned
+    and solved windows and the toulbar2 solves it did."""
+    spy.rounds.clear()
+    spy.windows.clear()
+    spy.tb2 = 0
+    got = solver.solve.solve(problem, options)
+    return got, (tuple(spy.rounds), spy.windows[0], spy.tb2)
+
+
 def chain(n: int, labels: int, seed: int) -> Raw:
     """A chain whose memory limit binds: each node's usage is live with its two
     successors', at most 15 at once."""
@@ -100,14 +110,6 @@ def test_the_clock_decides_no_answer_on_the_penalty_and_window_path(monkeypatch)
     assert first[0].labels == second[0].labels and first[0].objective == second[0].objective
     windows, solved = first[1][1]
     assert windows is not None and solved == windows  # the plan, not the clock, ended them
-
-
-def solve_counted(problem, options, spy: _Spy):
-    spy.rounds.clear()
-    spy.windows.clear()
-    spy.tb2 = 0
-    got = solver.solve.solve(problem, options)
-    return got, (tuple(spy.rounds), spy.windows[0], spy.tb2)
 
 
 @pytest.mark.parametrize("deterministic", [True, False])
