@@ -45,6 +45,9 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   2-D transpose whose innermost loop reads its operand close (fewer than ``standalone_min_stride``
   bytes apart) against XLA's form of it, a bitcast transpose and a copy (1 without the
   groups);
+- ``standalone_major``: the median over shapes of ``t(major_S) / t(mform_S)``: a standalone
+  transpose that moves only major dims (its innermost loop reads rows contiguously) against
+  XLA's form of it (1 without the groups);
 - ``standalone_row_ns``: ``copy_row_ns`` for a standalone ``transpose`` whose innermost loop reads
   its operand close (``transpose_rows_C``: 256 bytes apart, writing runs of ``C``) against
   one writing the same bytes in runs of 64 (``transpose_wide_C``), at least 0 (``None``
@@ -104,6 +107,7 @@ class Coefficients:
     reduce_wide_factor: float = 0.0
     standalone_near: float = 1.0
     standalone_row_ns: float | None = None
+    standalone_major: float = 1.0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -117,7 +121,8 @@ class Coefficients:
                             round(self.reduce_scalar_factor, 2),
                             round(self.reduce_wide_factor, 2), round(self.standalone_near, 2),
                             None if self.standalone_row_ns is None
-                            else round(self.standalone_row_ns, 2))
+                            else round(self.standalone_row_ns, 2),
+                            round(self.standalone_major, 2))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -176,15 +181,17 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         reduce_order_factor=_reduction_order(samples, bandwidth, cache_bandwidth),
         copy_row_ns=_copy_rows(samples),
         reduce_scalar_factor=_scalar_rows(samples, bandwidth, cache_bandwidth),
-        standalone_near=_near_transposes(samples),
+        standalone_near=_over_form(samples, "near_", "form_"),
+        standalone_major=_over_form(samples, "major_", "mform_"),
     )
 
 
-def _near_transposes(samples: Sequence[Sample]) -> float:
-    """A close-read standalone transpose over XLA's form of it (module docstring)."""
-    times = {s.kind: s.ns for s in samples if s.kind.startswith(("near_", "form_"))}
-    ratios = [ns / times["form_" + k[len("near_"):]] for k, ns in times.items()
-              if k.startswith("near_") and times.get("form_" + k[len("near_"):], 0) > 0]
+def _over_form(samples: Sequence[Sample], alone: str, form: str) -> float:
+    """The median over shapes of a standalone transpose (kinds ``alone + S``) over XLA's
+    form of it (``form + S``), 1 without them (module docstring)."""
+    times = {s.kind: s.ns for s in samples if s.kind.startswith((alone, form))}
+    ratios = [ns / times[form + k[len(alone):]] for k, ns in times.items()
+              if k.startswith(alone) and times.get(form + k[len(alone):], 0) > 0]
     return float(np.median(ratios)) if ratios else 1.0
 
 

@@ -35,6 +35,10 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
   innermost loop reads the operand fewer than :data:`NEAR_STRIDE` bytes apart) transposed to
   ``[m,n]{1,0}`` in XLA's form (a transpose that is a bitcast, then a copy) and as one
   standalone ``transpose``: what a standalone 2-D transpose costs where its reads are close;
+- ``mform_S`` / ``major_S``: ``f32[a,b,c]{2,1,0}`` (``S`` = ``axbxc``) transposed to
+  ``[b,a,c]{2,1,0}`` (only major dims move: the innermost loop reads rows of ``c`` elements
+  contiguously) in XLA's form (a bitcast transpose, then a copy) and as one standalone
+  ``transpose``: what a standalone transpose that moves only major dims costs;
 - ``transpose_rows_C`` / ``transpose_wide_C``: the same bytes through a standalone
   ``transpose`` of the operand's row-major view, to runs of ``C`` (reading 256 bytes apart)
   or of 64 elements: whether that loop pays per run too;
@@ -339,6 +343,37 @@ def near_transpose_group(n: int, m: int) -> Group:
     return Group(f"f32[{n},{m}] transpose", tuple(benches))
 
 
+#: Operands of the major-only transpose groups: ``f32[a,b,c]``, 64 KiB to 1 MiB, rows of 16 to
+#: 256 elements.
+MAJOR_SHAPES = ((4, 32, 128), (64, 64, 32), (256, 16, 64), (16, 256, 64), (128, 128, 16),
+                (32, 32, 256))
+
+
+def major_transpose_group(a: int, b: int, c: int) -> Group:
+    """``f32[a,b,c]{2,1,0}`` transposed to ``[b,a,c]{2,1,0}`` as XLA writes it (``mform``: a
+    bitcast transpose to ``{2,0,1}``, then a copy) and as a standalone ``transpose``
+    (``major``), with a base module of the same parameter."""
+    p, out = f"f32[{a},{b},{c}]{{2,1,0}}", f"f32[{b},{a},{c}]{{2,1,0}}"
+    one = "f32[1,1,1]{2,1,0}"
+    bodies = {
+        "base": [f"%p = {p} parameter(0)",
+                 f"ROOT %s = {one} slice(%p), slice={{[0:1], [0:1], [0:1]}}"],
+        "mform": [f"%p = {p} parameter(0)",
+                  f"%t = f32[{b},{a},{c}]{{2,0,1}} transpose(%p), dimensions={{1,0,2}}",
+                  f"ROOT %c = {out} copy(%t)"],
+        "major": [f"%p = {p} parameter(0)",
+                  f"ROOT %t = {out} transpose(%p), dimensions={{1,0,2}}"],
+    }
+    benches = []
+    for kind, body in bodies.items():
+        shape = f"{a}x{b}x{c}"
+        label = f"{kind}_f32_{shape}"
+        result = one if kind == "base" else out
+        benches.append(Bench(kind if kind == "base" else f"{kind}_{shape}", label,
+                             _module(label, [p], body, result), a * b * c * 4, "f32"))
+    return Group(f"f32[{a},{b},{c}] major transpose", tuple(benches))
+
+
 def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     """Every group, smallest first; ``quick``: one dtype and the two smaller sizes. A
     ``platform`` other than ``cpu`` gets :func:`device_groups`."""
@@ -353,6 +388,7 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [reduction_order_group(*case) for case in (ORDER_CASES[1:2] if quick else ORDER_CASES)]
     out += [copy_rows_group(c) for c in (ROW_EXTENTS[2:3] if quick else ROW_EXTENTS)]
     out += [near_transpose_group(n, m) for n, m in (NEAR_SHAPES[:1] if quick else NEAR_SHAPES)]
+    out += [major_transpose_group(*s) for s in (MAJOR_SHAPES[:1] if quick else MAJOR_SHAPES)]
     out.append(convolution_group())
     return out
 

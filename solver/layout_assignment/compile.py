@@ -241,13 +241,24 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
     or ``standalone_near`` times it where it swaps the only two dims with more than one
     element and its operand has ``standalone_near_min_bytes`` or more (measured: 2-D from
     64 KiB, 1.1-1.5x XLA's form; 16 KiB 0.6-0.9x; with a third dim, 0.1-0.9x), and with a
-    third dim without the copy's per-run cost (``standalone_row_ns`` per run instead)."""
+    third dim without the copy's per-run cost (``standalone_row_ns`` per run instead). One
+    moving only major dims (reading rows contiguously) costs ``standalone_major`` times XLA's
+    form of it."""
     target = cm.target.transpose
     want = Candidate(tuple(rel.dims[d] for d in cv.minor_to_major))
     ns, why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "")
     stride = _read_stride(src, dst, rel.dims)
     if target.standalone == 1.0:
         return want, ns, why, ns, f"transpose moves data: {why}"
+    if (target.standalone_major != 1.0 and not cu.format and not cv.format
+            and stride == max(1, element_bits(src.element_type) // 8)):
+        # The result's physically minor dim is the operand's: only major dims move, and the
+        # standalone loop reads whole rows (measured against XLA's form, calibrate's
+        # major-only transpose groups).
+        return want, ns, why, math.ceil(ns * target.standalone_major), (
+            f"transpose moves data: {why}; x{target.standalone_major:.3g}: a standalone "
+            "transpose moving only major dims (it reads rows contiguously), against XLA's "
+            "form of it (a bitcast transpose and a copy)")
     if stride < target.standalone_min_stride:
         dims = _dims_over_one(src)
         near = dims == 2 and physical_bytes(src) >= target.standalone_near_min_bytes

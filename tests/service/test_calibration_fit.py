@@ -212,6 +212,35 @@ def test_the_close_read_transpose_factor_is_the_median_over_shapes_and_reaches_t
     assert all(4 * m < load_target("cpu").transpose.standalone_min_stride for _, m in NEAR_SHAPES)
 
 
+def test_the_major_only_transpose_factor_is_the_median_over_shapes_and_reaches_the_target(
+        tmp_path):
+    from hlo.bitcast import transpose_is_bitcast
+    from service.calibration.microbenchmarks import MAJOR_SHAPES, major_transpose_group
+
+    # Three shapes, the standalone transpose 0.2x, 0.5x and 0.9x XLA's form: the median is 0.5.
+    samples = []
+    for (a, b, c), ratio in zip(MAJOR_SHAPES, (0.2, 0.5, 0.9)):
+        shape, nbytes = f"{a}x{b}x{c}", a * b * c * 4
+        samples += [Sample(f"mform_{shape}", nbytes, 1e4),
+                    Sample(f"major_{shape}", nbytes, 1e4 * ratio)]
+    assert fit(synthetic()).standalone_major == 1.0  # no group: no term
+    fitted_c = fit(synthetic() + samples).rounded()
+    assert fitted_c.standalone_major == pytest.approx(0.5)
+    assert written_target(tmp_path, fitted_c).transpose.standalone_major == 0.5
+    # The group pairs the kinds the fit reads: XLA's form is a bitcast transpose and a copy
+    # permuting major dims, the standalone transpose moves the same two major dims.
+    a, b, c = MAJOR_SHAPES[0]
+    group = major_transpose_group(a, b, c)
+    assert [x.kind for x in group.benches] == ["base", f"mform_{a}x{b}x{c}", f"major_{a}x{b}x{c}"]
+    form = group.benches[1].module.entry.instructions
+    assert [i.opcode for i in form] == ["parameter", "transpose", "copy"]
+    assert transpose_is_bitcast(form[0].shape, form[1].shape, (1, 0, 2))
+    alone = group.benches[2].module.entry.instructions
+    assert [i.opcode for i in alone] == ["parameter", "transpose"]
+    assert alone[1].shape == form[2].shape and not transpose_is_bitcast(
+        alone[0].shape, alone[1].shape, (1, 0, 2))
+
+
 def test_the_standalone_transposes_give_their_own_cost_per_run():
     samples = []
     for c in (2, 3, 4):
