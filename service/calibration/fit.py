@@ -45,6 +45,9 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   2-D transpose whose innermost loop reads its operand close (fewer than ``standalone_min_stride``
   bytes apart) against XLA's form of it, a bitcast transpose and a copy (1 without the
   groups);
+- ``reduce_variadic_min_extent``: the smallest ``R`` from which the argmax column form
+  (``argcol_R``) runs slower than its row form (``argrow_R``) at every larger ``R`` measured
+  (0 without the pairs: a variadic column reduction is slow at any extent);
 - ``standalone_major``: the median over shapes of ``t(major_S) / t(mform_S)``: a standalone
   transpose that moves only major dims (its innermost loop reads rows contiguously) against
   XLA's form of it (1 without the groups);
@@ -108,6 +111,7 @@ class Coefficients:
     standalone_near: float = 1.0
     standalone_row_ns: float | None = None
     standalone_major: float = 1.0
+    reduce_variadic_min_extent: int = 0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -122,7 +126,7 @@ class Coefficients:
                             round(self.reduce_wide_factor, 2), round(self.standalone_near, 2),
                             None if self.standalone_row_ns is None
                             else round(self.standalone_row_ns, 2),
-                            round(self.standalone_major, 2))
+                            round(self.standalone_major, 2), self.reduce_variadic_min_extent)
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -183,6 +187,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         reduce_scalar_factor=_scalar_rows(samples, bandwidth, cache_bandwidth),
         standalone_near=_over_form(samples, "near_", "form_"),
         standalone_major=_over_form(samples, "major_", "mform_"),
+        reduce_variadic_min_extent=_variadic_extent(samples),
     )
 
 
@@ -193,6 +198,18 @@ def _over_form(samples: Sequence[Sample], alone: str, form: str) -> float:
     ratios = [ns / times[form + k[len(alone):]] for k, ns in times.items()
               if k.startswith(alone) and times.get(form + k[len(alone):], 0) > 0]
     return float(np.median(ratios)) if ratios else 1.0
+
+
+def _variadic_extent(samples: Sequence[Sample]) -> int:
+    """Where an argmax column reduction turns slow (module docstring)."""
+    times = {s.kind: s.ns for s in samples if s.kind.startswith(("argcol_", "argrow_"))}
+    extents = sorted(int(k.split("_")[1]) for k in times
+                     if k.startswith("argcol_") and f"argrow_{k.split('_')[1]}" in times)
+    slow = [r for r in extents
+            if all(times[f"argcol_{q}"] > times[f"argrow_{q}"] for q in extents if q >= r)]
+    if not extents:
+        return 0
+    return slow[0] if slow else extents[-1] * 2
 
 
 def _scalar_rows(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float) -> float:

@@ -26,6 +26,10 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
   and how slow by how far apart it reads (``4 N / R`` bytes: 4 KiB at ``R`` = 256 down to
   256 bytes at 4096);
 - ``rowmax_R``: the row form of ``column_R`` with a ``maximum`` combiner (not vectorized);
+- ``argcol_R`` / ``argrow_R``: ``column_R`` and ``row_R`` as an argmax (a variadic reduce of
+  the operand and an s32 iota in its layout, with the combiner ``jnp.argmax`` lowers to:
+  the larger value, NaN first, the lower index on ties): where a variadic column reduction
+  turns slow;
 - ``row_ordered`` / ``row_misordered``: a 3-D row reduction with the dim whose loop XLA:CPU
   vectorizes minor, or another reduced dim (:data:`ORDER_CASES`);
 - ``copy_rows_C`` / ``copy_wide_C``: ``f32[8,64,64,C]{2,3,1,0}`` copied with ``C`` (1-6
@@ -91,6 +95,26 @@ def _reducer(t: str) -> str:
     return (f"%sum {{\n  %a = {t}[] parameter(0)\n  %b = {t}[] parameter(1)\n"
             f"  ROOT %s = {t}[] {op}(%a, %b)\n}}\n")
 
+
+#: The argmax combiner ``jnp.argmax`` lowers to, named as :func:`_reducer`'s: the larger
+#: value (a NaN wins), the lower index where the values are equal.
+_ARGMAX = """%sum {
+  %a = f32[] parameter(0)
+  %ai = s32[] parameter(1)
+  %b = f32[] parameter(2)
+  %bi = s32[] parameter(3)
+  %gt = pred[] compare(%a, %b), direction=GT
+  %nan = pred[] compare(%a, %a), direction=NE
+  %take = pred[] or(%gt, %nan)
+  %v = f32[] select(%take, %a, %b)
+  %eq = pred[] compare(%a, %b), direction=EQ
+  %lt = pred[] compare(%ai, %bi), direction=LT
+  %tie = pred[] and(%eq, %lt)
+  %first = pred[] or(%take, %tie)
+  %i = s32[] select(%first, %ai, %bi)
+  ROOT %t = (f32[], s32[]) tuple(%v, %i)
+}
+"""
 
 #: A ``maximum`` combiner named as :func:`_reducer`'s (LLVM leaves its row loop scalar).
 _MAX = ("%sum {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
@@ -183,7 +207,7 @@ def binary_group(t: str, n: int, ops: tuple[str, ...] = ("add", "dot")) -> Group
 
 
 #: Reduced extents of the column/row reduction group (elements each result element reads).
-STRIDED_EXTENTS = (16, 64, 128, 256, 1024, 2048, 4096)
+STRIDED_EXTENTS = (16, 32, 64, 128, 256, 1024, 2048, 4096)
 
 
 def reduction_group(extent: int, elements: int = 1 << 18) -> Group:
@@ -193,10 +217,17 @@ def reduction_group(extent: int, elements: int = 1 << 18) -> Group:
     out = f"f32[{m}]{{0}}"
     benches = []
     for kind, layout in (("base", "{1,0}"), ("column", "{1,0}"), ("row", "{0,1}"),
-                         ("rowmax", "{0,1}")):
+                         ("rowmax", "{0,1}"), ("argcol", "{1,0}"), ("argrow", "{0,1}")):
         p = f"f32[{n},{m}]{layout}"
         label = f"{kind}{extent}_f32_{n}x{m}"
-        if kind == "base":
+        if kind.startswith("arg"):
+            pair = f"(f32[{m}]{{0}}, s32[{m}]{{0}})"
+            body = [f"%p = {p} parameter(0)", f"%i = s32[{n},{m}]{layout} iota(), iota_dimension=0",
+                    "%v = f32[] constant(-inf)", "%z = s32[] constant(0)",
+                    f"%r = {pair} reduce(%p, %i, %v, %z), dimensions={{0}}, to_apply=%sum",
+                    f"ROOT %g = s32[{m}]{{0}} get-tuple-element(%r), index=1"]
+            module = _module(label, [p], body, f"s32[{m}]{{0}}", _ARGMAX)
+        elif kind == "base":
             body = [f"%p = {p} parameter(0)",
                     "ROOT %s = f32[1,1]{1,0} slice(%p), slice={[0:1], [0:1]}"]
             module = _module(label, [p], body, "f32[1,1]{1,0}")

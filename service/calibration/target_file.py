@@ -117,6 +117,8 @@ def target_toml(calibration: Calibration) -> str:
                             extent_note=(f" when each result element reads at least "
                                          f"{c.reduce_min_extent} elements"
                                          if c.reduce_min_extent else "")
+                            + (f" (an argmax at least {c.reduce_variadic_min_extent})"
+                               if c.reduce_variadic_min_extent else "")
                             + (f" at most {NARROW_STRIDE} bytes apart, {c.reduce_wide_factor} "
                                f"from {WIDE_STRIDE} bytes apart on (in between by log2 of "
                                "the stride)" if c.reduce_wide_factor else ""),
@@ -124,7 +126,9 @@ def target_toml(calibration: Calibration) -> str:
                                         f"{NARROW_STRIDE}, wide_stride = {WIDE_STRIDE}"
                                         if c.reduce_wide_factor else ""),
                             extent_param=(f", min_extent = {c.reduce_min_extent}"
-                                          if c.reduce_min_extent else ""),
+                                          if c.reduce_min_extent else "")
+                            + (f", variadic_min_extent = {c.reduce_variadic_min_extent}"
+                               if c.reduce_variadic_min_extent else ""),
                             scalar_param=(f", scalar = [\"maximum\"], scalar_factor = "
                                           f"{c.reduce_scalar_factor}"
                                           if c.reduce_scalar_factor else ""),

@@ -237,10 +237,13 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
     for d in reduced:
         extent *= shape.dims[d]
     # A variadic reduce (argmax: its combiner returns a tuple) is never vectorized by
-    # XLA:CPU ("vectorization of variadic reduce not implemented"), so its column form is
-    # slow however few elements each result reads (gen_reduce_heavy's argmax over 32
-    # elements ran 1.6x XLA's time read in place of XLA's copy to the row form, measured).
-    min_extent = 0 if combiner == "tuple" else int(rule.params.get("min_extent", 0))
+    # XLA:CPU ("vectorization of variadic reduce not implemented"); its column form turns
+    # slow at its own extent, ``variadic_min_extent`` (0: at any extent). Measured with the
+    # combiner jnp.argmax lowers to, 1-2 MiB: column / copy-and-row 0.40-0.72 reading 8 or 16
+    # elements per result, 1.18-1.82 from 32 (gen_reduce_heavy's argmax over 32 elements
+    # 64 KiB apart: 1.8-2.2x XLA's time read in place).
+    key = "variadic_min_extent" if combiner == "tuple" else "min_extent"
+    min_extent = int(rule.params.get(key, 0))
     if form == "kept" and extent < min_extent:
         return 0, ""  # each result element reads few strided elements: they stay in cache
     factor = float(rule.params.get("read_factor", 0.0))

@@ -212,6 +212,33 @@ def test_the_close_read_transpose_factor_is_the_median_over_shapes_and_reaches_t
     assert all(4 * m < load_target("cpu").transpose.standalone_min_stride for _, m in NEAR_SHAPES)
 
 
+def test_the_variadic_extent_is_where_the_argmax_column_form_stays_slower(tmp_path):
+    from service.calibration.fit import _variadic_extent
+    from service.calibration.microbenchmarks import reduction_group
+
+    # Column over row 0.5 at 16, 1.5 at 32, 0.9 at 64 (noise), then slower at every larger R:
+    # the extent is the first R from which every larger one is slow, 128.
+    ratios = {16: 0.5, 32: 1.5, 64: 0.9, 128: 1.4, 256: 1.6}
+    samples = []
+    for r, ratio in ratios.items():
+        samples += [Sample(f"argrow_{r}", 1 << 20, 1e5), Sample(f"argcol_{r}", 1 << 20, 1e5 * ratio)]
+    assert _variadic_extent(samples) == 128
+    assert _variadic_extent([]) == 0  # no pairs: slow at any extent
+    fast = [Sample(x.kind, x.bytes, 1.0) if x.kind.startswith("argcol") else x for x in samples]
+    assert _variadic_extent(fast) == 512  # never slower: beyond the largest measured
+    fitted_c = fit(synthetic() + samples).rounded()
+    assert fitted_c.reduce_variadic_min_extent == 128
+    rule = next(r for r in written_target(tmp_path, fitted_c).op_rules
+                if r.kind == "reduction_minor")
+    assert rule.params["variadic_min_extent"] == 128
+    # The groups run the argmax pair beside the sums, in the two layouts.
+    kinds = [b.kind for b in reduction_group(32).benches]
+    assert "argcol_32" in kinds and "argrow_32" in kinds
+    argcol = next(b for b in reduction_group(32).benches if b.kind == "argcol_32").module
+    reduce = next(i for i in argcol.entry.instructions if i.opcode == "reduce")
+    assert len(reduce.operands) == 4
+
+
 def test_the_major_only_transpose_factor_is_the_median_over_shapes_and_reaches_the_target(
         tmp_path):
     from hlo.bitcast import transpose_is_bitcast

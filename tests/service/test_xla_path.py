@@ -197,3 +197,21 @@ def test_missing_jax_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(availability.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(XlaUnavailable, match=r"pip install 'hlo-layout\[xla\]'"):
         run_modules([("row", parse_module(ROW_MAJOR))])
+
+
+def test_the_calibration_pairs_compute_the_same_in_xla():
+    # XLA's own execution as the oracle: each pair the fit compares does the same work in two
+    # forms, so XLA must give the same outputs for both (an argmax column and row reduction,
+    # a major-only transpose standalone and in XLA's form).
+    from service.calibration.microbenchmarks import (MAJOR_SHAPES, major_transpose_group,
+                                                     reduction_group)
+
+    argmax = {b.kind: b.module for b in reduction_group(32, elements=1 << 12).benches}
+    major = {b.kind: b.module for b in major_transpose_group(*MAJOR_SHAPES[0]).benches}
+    a, b, c = MAJOR_SHAPES[0]
+    for first, second in ((argmax["argcol_32"], argmax["argrow_32"]),
+                          (major[f"mform_{a}x{b}x{c}"], major[f"major_{a}x{b}x{c}"])):
+        run = run_modules([("one", first), ("two", second)], seed=1)
+        assert all(e.refusal is None for e in run.executions)
+        compared = run.matches(1)
+        assert compared is not None and compared.ok and compared.exact
