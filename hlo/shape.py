@@ -54,6 +54,11 @@ def element_bits(element_type: str) -> int:
         raise LayoutError(f"unknown element type '{element_type}'") from None
 
 
+def element_bytes(element_type: str) -> int:
+    """Bytes one element of ``element_type`` takes in a stride, at least 1 (``pred`` -> 1)."""
+    return max(1, element_bits(element_type) // 8)
+
+
 #: The largest byte size of an array: XLA's shape validation requires the element count, and that
 #: count times the element's byte width, to fit in int64 (``ShapeUtil::ValidateShape``: "size may
 #: overflow int64_t"); every size and cost computed from such a shape then fits too.

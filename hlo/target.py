@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hlo.errors import HloError
-from hlo.shape import COMBINED, ArrayShape, Tile, element_bits
+from hlo.shape import COMBINED, ArrayShape, Tile, element_bytes
 from hlo.tiling import element_storage_bits
 
 
@@ -178,7 +178,7 @@ class TransposeCost(_Frozen):
 
     def minor_factor(self, element_type: str) -> float:
         """``minor_moving`` for elements of ``element_type`` (by its width in bytes)."""
-        return self.minor_moving_by_bytes.get(max(1, element_bits(element_type) // 8),
+        return self.minor_moving_by_bytes.get(element_bytes(element_type),
                                               self.minor_moving)
 
 
@@ -231,7 +231,9 @@ class OpRule(_Frozen):
     reduction), whichever the backend runs slower, costs ``read_factor`` passes over the
     operand more than the other form; with ``min_extent`` (``kept`` only), a column reduction
     whose result elements each read fewer elements than that is not slow (its strided reads
-    stay in cache); with ``wide_factor`` (``kept`` only), a column reduction reading its
+    stay in cache), and ``variadic_min_extent`` is that extent for a variadic reduce (an
+    argmax; without it a variadic column reduction is slow at any extent); with
+    ``wide_factor`` (``kept`` only), a column reduction reading its
     elements at most ``narrow_stride`` bytes apart pays ``read_factor`` passes, one reading
     them ``wide_stride`` bytes apart or more ``wide_factor``, in between by log2 of the
     stride; with ``order_factor`` (``kept`` only), a row reduction whose physically

@@ -34,12 +34,12 @@ class MemoryBudgetError(InterpretError):
 
 def array_bytes(shape: ArrayShape) -> int:
     """Bytes of one logical array as the interpreter stores it (``f32[1000,1000]`` -> 4000000)."""
-    from hlo.shape import element_bits
+    from hlo.shape import element_bytes
 
     count = 1
     for d in shape.dims:
         count *= max(d, 0)
-    return count * max(1, element_bits(shape.element_type) // 8)
+    return count * element_bytes(shape.element_type)
 
 
 def _produced(instr: Instruction, entry: bool) -> list[ArrayShape]:

@@ -205,10 +205,10 @@ def _variadic_extent(samples: Sequence[Sample]) -> int:
     times = {s.kind: s.ns for s in samples if s.kind.startswith(("argcol_", "argrow_"))}
     extents = sorted(int(k.split("_")[1]) for k in times
                      if k.startswith("argcol_") and f"argrow_{k.split('_')[1]}" in times)
-    slow = [r for r in extents
-            if all(times[f"argcol_{q}"] > times[f"argrow_{q}"] for q in extents if q >= r)]
     if not extents:
         return 0
+    slow = [r for r in extents
+            if all(times[f"argcol_{q}"] > times[f"argrow_{q}"] for q in extents if q >= r)]
     return slow[0] if slow else extents[-1] * 2
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from hlo.bitcast import bitcast_kind, is_bitcast, transpose_is_bitcast
 from hlo.errors import HloError
-from hlo.shape import ArrayShape, element_bits
+from hlo.shape import ArrayShape, element_bytes
 from solver.layout_assignment.costs import Candidate, CostModel, Term, physical_bytes
 from solver.layout_assignment.layout_graph import LayoutGraph, Relation
 from solver.layout_assignment.rules import preference
@@ -251,7 +251,7 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
     if target.standalone == 1.0:
         return want, ns, why, ns, f"transpose moves data: {why}"
     if (target.standalone_major != 1.0 and not cu.format and not cv.format
-            and stride == max(1, element_bits(src.element_type) // 8)):
+            and stride == element_bytes(src.element_type)):
         # The result's physically minor dim is the operand's: only major dims move, and the
         # standalone loop reads whole rows (measured against XLA's form, calibrate's
         # major-only transpose groups).
@@ -638,7 +638,7 @@ def _reshape_read_stride(src: ArrayShape, dst: ArrayShape) -> int:
     if step >= src.element_count:
         return 0
     index = np.unravel_index(step, src.dims)
-    offset, stride = 0, max(1, element_bits(src.element_type) // 8)
+    offset, stride = 0, element_bytes(src.element_type)
     for d in src.effective_layout().minor_to_major:
         offset += int(index[d]) * stride
         stride *= src.dims[d]
@@ -653,7 +653,7 @@ def _read_stride(src: ArrayShape, dst: ArrayShape, dims: tuple[int, ...]) -> int
     if not out:
         return 0
     read = dims[out[0]]
-    stride = max(1, element_bits(src.element_type) // 8)
+    stride = element_bytes(src.element_type)
     for d in src.effective_layout().minor_to_major:
         if d == read:
             return stride

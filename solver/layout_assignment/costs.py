@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hlo.bank_conflicts import staging_factor
-from hlo.shape import ArrayShape, Layout, Tile, element_bits
+from hlo.shape import ArrayShape, Layout, Tile, element_bits, element_bytes
 from hlo.split_layout import fractal_z
 from hlo.target import SharedStaging, Target
 from hlo.tiling import logical_size_bytes, physical_size_bytes
@@ -146,7 +146,7 @@ def _staged(target: Target, staging: SharedStaging, src: ArrayShape, nbytes: int
     """A transpose through shared memory: bank conflicts that make the staging slower than
     the pass through global memory (or the cache, where the bytes fit) multiply the factor
     (:func:`hlo.bank_conflicts.staging_factor`)."""
-    ebytes = max(1, element_bits(src.element_type) // 8)
+    ebytes = element_bytes(src.element_type)
     bandwidth = nbytes / target.pass_ns(nbytes) if nbytes else target.memory_bandwidth_gb_per_s
     slower, conflicts = staging_factor(staging, ebytes, bandwidth)
     if slower <= 1.0:
@@ -179,7 +179,7 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
                 factor, why = _staged(target, staging, src, nbytes, factor, why)
         unit = target.transpose_unit
         if unit is not None and a:
-            ebytes = max(1, element_bits(src.element_type) // 8)
+            ebytes = element_bytes(src.element_type)
             if not unit.is_aligned(src.dims[a[0]], ebytes):
                 factor = unit.scalar_fallback_factor
                 why = (f"{unit.name} needs {unit.alignment_bytes}-byte aligned rows; "

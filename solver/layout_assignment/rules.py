@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from hlo.ir import ConvDimLabels, Instruction
-from hlo.shape import ArrayShape, default_layout, element_bits, minor_to_major_from_major_to_minor
+from hlo.shape import ArrayShape, default_layout, element_bytes, minor_to_major_from_major_to_minor
 from hlo.target import OpRule
 from hlo.tiling import physical_size_bytes
 from solver.layout_assignment.costs import FRACTAL_Z, NC1HWC0, Candidate, CostModel
@@ -267,7 +267,7 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
 def _column_stride(here: ArrayShape, order: list[int], reduced: set[int]) -> int:
     """Bytes between the elements one result element of a column reduction reads in turn:
     a step along its physically most minor reduced dim, past the kept dims minor to it."""
-    stride = max(1, element_bits(here.element_type) // 8)
+    stride = element_bytes(here.element_type)
     for d in order:
         if d in reduced:
             break
