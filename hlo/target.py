@@ -204,6 +204,23 @@ class CopyCost(_Frozen):
     note: str = ""
 
 
+class InPlaceCost(_Frozen):
+    """An elementwise op that writes over its operand's buffer pays ``ns_per_element`` more.
+
+    XLA:CPU's buffer assignment lets an elementwise op overwrite an operand that dies there
+    (:mod:`solver.layout_assignment.in_place` predicts which); the loop it emits then reads and
+    writes one buffer, and LLVM's runtime overlap check sends it to the scalar loop. The
+    price is per element of the result, by opcode (``default`` for opcodes not listed):
+    measured as an in-place chain of the op against the same chain writing fresh buffers.
+    Empty: the target has no such cost.
+    """
+
+    ns_per_element: dict[str, float] = Field(default_factory=dict)
+
+    def price(self, opcode: str) -> float:
+        return self.ns_per_element.get(opcode, self.ns_per_element.get("default", 0.0))
+
+
 OpRuleKind = Literal[
     "dot_batch_not_most_minor",
     "dot_groups_contiguous",
@@ -309,6 +326,7 @@ class Target(_Frozen):
     op_rules: tuple[OpRule, ...] = ()
     formats: tuple[FormatSpec, ...] = ()
     transpose_unit: TransposeUnit | None = None
+    in_place: InPlaceCost = InPlaceCost()
     calibration: str = ""
 
     @model_validator(mode="after")

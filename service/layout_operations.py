@@ -66,9 +66,10 @@ def score(module: Module, target: Any, options: Options) -> Produced:
 
 
 def model_cost(module: Module, target: Any) -> int | None:
-    """The cost model's price of ``module``'s own layouts (ns), ``None`` if it cannot price it."""
+    """The cost model's price of ``module``'s own layouts (ns), with what its elementwise ops
+    pay for overwriting their operands' buffers; ``None`` if it cannot price it."""
     try:
-        return score_layouts(module, target).total
+        return score_layouts(module, target).predicted
     except HloError:
         return None
 

@@ -112,6 +112,8 @@ class Coefficients:
     standalone_row_ns: float | None = None
     standalone_major: float = 1.0
     reduce_variadic_min_extent: int = 0
+    #: (opcode, ns per element) an elementwise op pays for writing over its operand's buffer.
+    in_place: tuple[tuple[str, float], ...] = ()
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -126,7 +128,8 @@ class Coefficients:
                             round(self.reduce_wide_factor, 2), round(self.standalone_near, 2),
                             None if self.standalone_row_ns is None
                             else round(self.standalone_row_ns, 2),
-                            round(self.standalone_major, 2), self.reduce_variadic_min_extent)
+                            round(self.standalone_major, 2), self.reduce_variadic_min_extent,
+                            tuple((op, round(ns, 2)) for op, ns in self.in_place))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -188,6 +191,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         standalone_near=_over_form(samples, "near_", "form_"),
         standalone_major=_over_form(samples, "major_", "mform_"),
         reduce_variadic_min_extent=_variadic_extent(samples),
+        in_place=_in_place(samples),
     )
 
 
@@ -198,6 +202,26 @@ def _over_form(samples: Sequence[Sample], alone: str, form: str) -> float:
     ratios = [ns / times[form + k[len(alone):]] for k, ns in times.items()
               if k.startswith(alone) and times.get(form + k[len(alone):], 0) > 0]
     return float(np.median(ratios)) if ratios else 1.0
+
+
+#: In-place prices below this many ns per element are measurement noise (cheap ops).
+IN_PLACE_MIN_NS = 0.1
+
+
+def _in_place(samples: Sequence[Sample]) -> tuple[tuple[str, float], ...]:
+    """Per opcode, ns per element of an op written over its operand's buffer more than the
+    same op into a fresh one (``inplace_OP`` against ``fresh_OP``); prices under
+    :data:`IN_PLACE_MIN_NS` left out."""
+    times = {s.kind: s for s in samples if s.kind.startswith(("inplace_", "fresh_"))}
+    out = []
+    for kind, sample in sorted(times.items()):
+        fresh = times.get("fresh_" + kind[len("inplace_"):]) if kind.startswith("inplace_") else None
+        if fresh is None:
+            continue
+        per = (sample.ns - fresh.ns) / (sample.bytes / 4)
+        if per >= IN_PLACE_MIN_NS:
+            out.append((kind[len("inplace_"):], per))
+    return tuple(out)
 
 
 def _variadic_extent(samples: Sequence[Sample]) -> int:

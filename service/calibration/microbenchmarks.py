@@ -405,6 +405,29 @@ def major_transpose_group(a: int, b: int, c: int) -> Group:
     return Group(f"f32[{a},{b},{c}] major transpose", tuple(benches))
 
 
+#: Elementwise ops whose in-place price is measured (others are taken as free): XLA:CPU's
+#: scalar loop costs about what the vector one does for cheap ops, not for these.
+IN_PLACE_OPS = ("exponential", "log", "tanh", "sqrt", "rsqrt", "divide", "add", "multiply")
+
+
+def in_place_group(op: str, n: int = 256) -> Group:
+    """``op`` over ``a = p * p`` (``f32[n,n]``) written over ``a``'s buffer (``inplace``: ``a``
+    dies at the op, so XLA:CPU's buffer assignment reuses it) and into a fresh one
+    (``fresh``: ``a`` is also a result); both do the same work."""
+    t = f"f32[{n},{n}]{{1,0}}"
+    args = "%a, %q" if op in ("divide", "add", "multiply", "subtract", "power") else "%a"
+    body = [f"%p = {t} parameter(0)", f"%q = {t} parameter(1)", f"%a = {t} multiply(%p, %p)",
+            f"%e = {t} {op}({args})"]
+    both = f"({t}, {t})"
+    benches = (
+        Bench(f"fresh_{op}", f"fresh_{op}", _module(f"fresh_{op}", [t, t], body + [
+            f"ROOT %r = {both} tuple(%e, %a)"], both), n * n * 4, "f32"),
+        Bench(f"inplace_{op}", f"inplace_{op}", _module(
+            f"inplace_{op}", [t, t], body[:-1] + [f"ROOT {body[-1]}"], t), n * n * 4, "f32"),
+    )
+    return Group(f"{op} in place", benches)
+
+
 def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     """Every group, smallest first; ``quick``: one dtype and the two smaller sizes. A
     ``platform`` other than ``cpu`` gets :func:`device_groups`."""
@@ -420,6 +443,7 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [copy_rows_group(c) for c in (ROW_EXTENTS[2:3] if quick else ROW_EXTENTS)]
     out += [near_transpose_group(n, m) for n, m in (NEAR_SHAPES[:1] if quick else NEAR_SHAPES)]
     out += [major_transpose_group(*s) for s in (MAJOR_SHAPES[:1] if quick else MAJOR_SHAPES)]
+    out += [in_place_group(op) for op in (IN_PLACE_OPS[:1] if quick else IN_PLACE_OPS)]
     out.append(convolution_group())
     return out
 

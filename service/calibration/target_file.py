@@ -39,7 +39,7 @@ cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
 tileable_minor_dims = 0
-calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a relayout {c.copy_row_ns} ns more per run of its result's minor dim (every element a run where that dim has size 1{standalone_rows_note}); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}. {n} samples."
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a relayout {c.copy_row_ns} ns more per run of its result's minor dim (every element a run where that dim has size 1{standalone_rows_note}); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}{in_place_note}. {n} samples."
 
 [transpose]
 minor_moving = {c.minor_moving}
@@ -60,7 +60,7 @@ fixed_ns = {c.fixed_ns}
 inline_relayout = {c.inline_relayout}
 row_ns = {c.copy_row_ns}
 padding_counts = true
-
+{in_place}
 [[op_rules]]
 op = "dot"
 kind = "dot_batch_most_major"
@@ -113,7 +113,8 @@ def target_toml(calibration: Calibration) -> str:
                                 f"{STANDALONE_MIN_STRIDE} bytes {c.standalone_row_ns} ns"),
                             standalone_rows=("" if c.standalone_row_ns is None else
                                              f"\nstandalone_row_ns = {c.standalone_row_ns}"),
-                            cache_bytes=CACHE_BYTES,
+                            cache_bytes=CACHE_BYTES, in_place=_in_place(c.in_place),
+                            in_place_note=_in_place_note(c.in_place),
                             extent_note=(f" when each result element reads at least "
                                          f"{c.reduce_min_extent} elements"
                                          if c.reduce_min_extent else "")
@@ -145,6 +146,20 @@ def target_toml(calibration: Calibration) -> str:
                                "less (its row form runs scalar)"
                                if c.reduce_scalar_factor else ""))
     return text + "\n" + _measurements(calibration)
+
+
+def _in_place_note(prices: tuple[tuple[str, float], ...]) -> str:
+    if not prices:
+        return ""
+    listed = ", ".join(f"{op} {ns}" for op, ns in prices)
+    return f"; an elementwise op writing over its operand's buffer (scalar loop) {listed} ns per element"
+
+
+def _in_place(prices: tuple[tuple[str, float], ...]) -> str:
+    """The ``[in_place.ns_per_element]`` table (empty: none measured above noise)."""
+    if not prices:
+        return ""
+    return "\n[in_place.ns_per_element]\n" + "".join(f"{op} = {ns}\n" for op, ns in prices)
 
 
 def _measurements(calibration: Calibration) -> str:

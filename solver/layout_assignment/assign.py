@@ -70,6 +70,15 @@ class ScoreResult:
     total: int
     terms: tuple[Term, ...]
     broken: tuple[str, ...] = ()
+    #: What the elementwise ops predicted to overwrite an operand's buffer pay (``in_place``
+    #: terms): part of the module's predicted time, not of the layout cost ``total`` that
+    #: assignment minimizes and proves (:mod:`.in_place`).
+    in_place: int = 0
+
+    @property
+    def predicted(self) -> int:
+        """The model's price of the module's time beyond what every layout pays (ns)."""
+        return self.total + self.in_place
 
     def breakdown(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -79,6 +88,7 @@ class ScoreResult:
 
     def to_json(self) -> dict:
         return {"module": self.module, "target": self.target, "cost": self.total,
+                "in_place_ns": self.in_place, "predicted_ns": self.predicted,
                 "breakdown": self.breakdown(), "terms": [t.to_json() for t in self.terms],
                 "hard_rules_broken": list(self.broken)}
 
@@ -143,7 +153,9 @@ def score(module: Module, target: str | Target) -> ScoreResult:
     graph = build_graph(module, actual=True)
     chosen = [n.pinned or Candidate(tuple(range(n.shape.rank - 1, -1, -1))) for n in graph.nodes]
     total, terms, broken = evaluate(cm, graph, chosen)
-    return ScoreResult(module.name, t.name, total, tuple(terms), tuple(broken))
+    in_place = sum(term.ns for term in terms if term.kind == "in_place")
+    return ScoreResult(module.name, t.name, total - in_place, tuple(terms), tuple(broken),
+                       in_place)
 
 
 #: Preference among answers of equal true cost.

@@ -84,11 +84,13 @@ class RelationSignature(NamedTuple):
     constant: bool
     weight: int
     inline: bool
+    overwrites: str
 
 
 def relation_signature(graph: LayoutGraph, rel: Relation) -> RelationSignature:
     return RelationSignature(rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
-                             rel.reader, graph.nodes[rel.u].constant, rel.weight, rel.inline)
+                             rel.reader, graph.nodes[rel.u].constant, rel.weight, rel.inline,
+                             rel.overwrites)
 
 
 class NodeSignature(NamedTuple):
@@ -371,6 +373,9 @@ def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
         want = view_of(rel, cv)
         dst = cm.laid_out(rel.shape, want)
         if src == dst and cu.format == want.format:
+            over_ns, over_why = _overwrite(cm, rel)
+            if over_ns:
+                return over_ns, "in_place", over_why
             return (cm.padding_ns(src, cu.format, 1) if rel.reader else 0), "padding", "read"
         pad_dst = cm.padding_ns(dst, want.format, 2 if rel.reader else 1)
         if graph.nodes[rel.u].constant:
@@ -395,6 +400,21 @@ def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
     dst = cm.laid_out(v_shape, cv)
     ns, why = _movement(cm, rel, src, dst, cu, cv)
     return ns + cm.padding_ns(src, cu.format, 1), rel.kind, why
+
+
+def _overwrite(cm: CostModel, rel: Relation) -> tuple[int, str]:
+    """What ``rel``'s consumer pays for writing over the operand's buffer (XLA:CPU runs
+    such a loop scalar), and why; ``(0, "")`` where it does not or the target has no price.
+    Only a module scored as written has such relations (:class:`.layout_graph.Relation`);
+    an untiled target's read of its operand's own layout has no padding to add."""
+    if not rel.overwrites:
+        return 0, ""
+    per = cm.target.in_place.price(rel.overwrites)
+    if per <= 0:
+        return 0, ""
+    ns = math.ceil(math.prod(rel.shape.dims) * per)
+    return ns, (f"{rel.overwrites} writes over its operand's buffer (predicted from XLA:CPU's buffer "
+                f"assignment), so its loop runs scalar: {per:g} ns per element")
 
 
 def node_cost(cm: CostModel, graph: LayoutGraph, prefs_of: dict[int, list], node_id: int,

@@ -39,6 +39,7 @@ from hlo.ir import ConvDimLabels, Instruction, Module, ProgramShape, computation
 from hlo.opcode_facts import ELEMENTWISE, LAYOUT_FREE, TIED, VARIADIC_TIED
 from hlo.shape import ArrayShape, Shape, TupleShape, leaf_arrays
 from solver.layout_assignment.costs import NC1HWC0, Candidate
+from solver.layout_assignment.in_place import in_place_reads
 from solver.layout_assignment.rules import rule_op
 
 __all__ = ["LayoutGraph", "Node", "Relation", "build_graph"]
@@ -83,6 +84,9 @@ class Relation:
     #: or a ``reshape`` or ``transpose`` that moves data itself (only when scoring a module as
     #: written: assignment inserts a copy instead).
     inline: bool = False
+    #: The consumer's opcode where it (an elementwise op) is predicted to write over this
+    #: operand's buffer (:mod:`.in_place`; only in a module scored as written), else "".
+    overwrites: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +161,9 @@ class _Builder:
         self.pins: dict[int, Candidate] = {}
         self.relation_reads: dict[int, int] = {}
         self.weights = computation_weights(module)
+        # Which elementwise ops overwrite an operand depends on the copies a module has: it
+        # is predicted for a module as written (scoring), not for assignment's input.
+        self.in_place = in_place_reads(module.entry) if actual else {}
 
     # -- nodes -----------------------------------------------------------
     def add_node(self, kind: str, name: str, shape: ArrayShape, pinned: Candidate | None,
@@ -404,9 +411,11 @@ class _Builder:
             out = _leaf(result, out_path) if isinstance(_sub(result, out_path), ArrayShape) else None
             if not isinstance(shape, ArrayShape) or out is None or shape.rank != out.rank:
                 continue
+            over = self.in_place.get(instr.name) if comp == self.module.entry.name else None
             self.relate("convert", self.leaf(comp, name, ()), self.leaf(comp, instr.name, out_path),
                         comp, instr.name, k, (), name, shape,
-                        inline=self.actual and instr.opcode in ELEMENTWISE)
+                        inline=self.actual and instr.opcode in ELEMENTWISE,
+                        overwrites=instr.opcode if over is not None and over.operand == k else "")
 
     def reduce(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
         inputs = instr.operands[: len(instr.operands) // 2]

@@ -282,3 +282,29 @@ def test_the_standalone_transposes_give_their_own_cost_per_run():
               for k in samples]
     assert _standalone_rows(faster) == 0.0
     assert _standalone_rows([s for s in samples if s.kind.startswith("copy")]) is None
+
+
+def test_the_in_place_price_is_the_extra_time_per_element_and_reaches_the_target(tmp_path):
+    from service.calibration.microbenchmarks import in_place_group
+    from solver.layout_assignment.in_place import in_place_reads
+
+    # 65,536 elements: tanh 3 ns more per element in place, exponential 0.5, add 0.05 (under
+    # the noise floor: no price), and a sqrt without its fresh module (no pair: no price).
+    n = 256 * 256
+    samples = [Sample("fresh_tanh", 4 * n, 1e5), Sample("inplace_tanh", 4 * n, 1e5 + 3 * n),
+               Sample("fresh_exponential", 4 * n, 1e5),
+               Sample("inplace_exponential", 4 * n, 1e5 + 0.5 * n),
+               Sample("fresh_add", 4 * n, 1e5), Sample("inplace_add", 4 * n, 1e5 + 0.05 * n),
+               Sample("inplace_sqrt", 4 * n, 1e6)]
+    assert fit(synthetic()).in_place == ()
+    fitted_c = fit(synthetic() + samples).rounded()
+    assert dict(fitted_c.in_place) == {"tanh": 3.0, "exponential": 0.5}
+    target = written_target(tmp_path, fitted_c)
+    assert target.in_place.price("tanh") == 3.0 and target.in_place.price("add") == 0.0
+    # The pair does the same work; only the in-place module overwrites the operand (as
+    # the replay of XLA's buffer assignment predicts it).
+    fresh, inplace = (b.module for b in in_place_group("tanh").benches)
+    assert [i.opcode for i in fresh.entry.instructions][:4] == [
+        i.opcode for i in inplace.entry.instructions]
+    assert "e" not in in_place_reads(fresh.entry)
+    assert in_place_reads(inplace.entry)["e"].name == "a"

@@ -1,0 +1,192 @@
+"""Elementwise ops that XLA:CPU runs in place (:mod:`solver.layout_assignment.in_place`).
+
+The oracle is XLA's own buffer assignment: the expected answers below are what XLA:CPU
+(jaxlib 0.10) dumped for these modules (``--xla_dump_to``), and the ``xla``-marked test
+compiles generated modules and compares every elementwise op with XLA's dump.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import re
+import tempfile
+
+import pytest
+
+from hlo.parser import parse_module
+from hlo.target import load_target
+from solver.layout_assignment.assign import score
+from solver.layout_assignment.in_place import in_place_reads
+
+F = "f32[256,256]{1,0}"
+T = "f32[256,256]{0,1}"
+
+# XLA's layouts for x -> transpose -> add -> *2 -> tanh -> dot: XLA's dump puts mul in
+# add's buffer and tanh in mul's (the chain joins the result's allocation).
+CHAIN = f"""HloModule chain, entry_computation_layout={{({F}, {F})->{F}}}
+ENTRY e {{
+  b = {F} parameter(1)
+  a = {F} parameter(0)
+  t = {T} transpose(a), dimensions={{1,0}}
+  c = {F} copy(t)
+  add = {F} add(c, b)
+  two = f32[] constant(2)
+  twos = {F} broadcast(two), dimensions={{}}
+  mul = {F} multiply(add, twos)
+  tanh = {F} tanh(mul)
+  dot = {F} dot(b, tanh), lhs_contracting_dims={{0}}, rhs_contracting_dims={{0}}
+  ROOT sub = {F} subtract(dot, a)
+}}
+"""
+# The same with tanh in the other layout: relayout copies on both sides. XLA's dump: tanh
+# writes a fresh buffer (18 % faster measured, BENCHMARKS.md).
+AROUND = CHAIN.replace(
+    f"  tanh = {F} tanh(mul)\n",
+    f"  mul.r = {T} copy(mul)\n  tanh.r = {T} tanh(mul.r)\n  tanh = {F} copy(tanh.r)\n")
+
+
+def test_the_chain_is_predicted_as_xla_assigns_it():
+    found = in_place_reads(parse_module(CHAIN).entry)
+    assert {k: v.name for k, v in found.items()} == {"mul": "add", "tanh": "mul"}
+    assert found["tanh"].operand == 0 and found["mul"].operand == 0
+    around = in_place_reads(parse_module(AROUND).entry)
+    assert "tanh.r" not in around and around["mul"].name == "add"
+
+
+def test_an_operand_used_later_or_a_parameter_is_not_overwritten():
+    text = f"""HloModule k, entry_computation_layout={{({F})->({F}, {F})}}
+ENTRY e {{
+  p = {F} parameter(0)
+  x = {F} exponential(p)
+  y = {F} tanh(x)
+  z = {F} add(y, x)
+  ROOT r = ({F}, {F}) tuple(z, y)
+}}
+"""
+    found = in_place_reads(parse_module(text).entry)
+    # exponential reads a parameter, tanh's operand lives on to z; z may overwrite x (dead
+    # there) but not y (a result).
+    assert "x" not in found and "y" not in found
+    assert found["z"].name == "x"
+
+
+def test_the_score_prices_an_overwriting_tanh_apart_from_the_layout_cost():
+    cpu = load_target("cpu")
+    chain = score(parse_module(CHAIN), cpu)
+    terms = {t.instruction: t for t in chain.terms if t.kind == "in_place"}
+    # tanh is priced per element; multiply is cheap (no price): scalar costs it nothing.
+    assert set(terms) == {"tanh"}
+    assert terms["tanh"].ns == math.ceil(256 * 256 * cpu.in_place.price("tanh"))
+    assert chain.in_place == terms["tanh"].ns
+    assert chain.predicted == chain.total + chain.in_place
+    layout_terms = sum(t.ns for t in chain.terms if t.kind != "in_place")
+    assert chain.total == layout_terms
+    around = score(parse_module(AROUND), cpu)
+    assert around.in_place == 0 and around.total > chain.total
+
+
+def test_a_target_without_prices_charges_nothing():
+    gpu = load_target("gpu")
+    assert gpu.in_place.price("tanh") == 0.0
+    assert score(parse_module(CHAIN), gpu).in_place == 0
+
+
+def _xla_in_place(module_text: str) -> dict[str, list[str]]:
+    """Elementwise op -> operands whose buffer slice XLA:CPU gives its result, from XLA's
+    own buffer-assignment dump."""
+    from hlo.opcode_facts import ELEMENTWISE
+    from service.xla.execution import run_modules
+
+    with tempfile.TemporaryDirectory() as folder:
+        previous = os.environ.get("XLA_FLAGS")
+        os.environ["XLA_FLAGS"] = f"--xla_dump_to={folder}"
+        try:
+            run = run_modules([("m", parse_module(module_text))], outputs=False)
+        finally:
+            if previous is None:
+                del os.environ["XLA_FLAGS"]
+            else:
+                os.environ["XLA_FLAGS"] = previous
+        assert run.executions[0].refusal is None
+        assigned = open(glob.glob(f"{folder}/*buffer-assignment.txt")[0]).read()
+        scheduled = open(glob.glob(f"{folder}/*cpu_after_optimizations.txt")[0]).read()
+    where: dict[str, tuple[int, int]] = {}
+    allocation = -1
+    for line in assigned.splitlines():
+        if m := re.match(r"allocation (\d+):", line):
+            allocation = int(m.group(1))
+        elif m := re.match(r"\s*value: <\d+ (\S+) @\S*> \(size=\d+,offset=(\d+)\)", line):
+            where.setdefault(m.group(1), (allocation, int(m.group(2))))
+    out = {}
+    for line in scheduled[scheduled.index("ENTRY"):].splitlines():
+        m = re.match(r"\s*(?:ROOT )?%(\S+) = \S+ ([\w-]+)\((.*?)\)", line)
+        if m and m.group(2) in ELEMENTWISE and m.group(1) in where:
+            operands = re.findall(r"%([\w.\-]+)", m.group(3))
+            out[m.group(1)] = [o for o in operands if where.get(o) == where[m.group(1)]]
+    return out
+
+
+def _generated(seed: int) -> str:
+    """A random chain of elementwise ops, transposes and copies over ``f32[32,48]`` values
+    (some kept as results), XLA's kind of module with layouts already assigned."""
+    import random
+
+    rng = random.Random(seed)
+    a, b = "f32[32,48]{1,0}", "f32[32,48]{0,1}"
+    lines = [f"p0 = {a} parameter(0)", f"p1 = {a} parameter(1)"]
+    values = [("p0", a), ("p1", a)]
+    for i in range(14):
+        kind = rng.random()
+        x, xs = rng.choice(values[-4:])
+        if kind < 0.2:
+            ys = b if xs == a else a
+            lines.append(f"v{i} = {ys} copy({x})")
+            values.append((f"v{i}", ys))
+        elif kind < 0.6:
+            op = rng.choice(["exponential", "tanh", "negate", "sqrt"])
+            lines.append(f"v{i} = {xs} {op}({x})")
+            values.append((f"v{i}", xs))
+        else:
+            same = [v for v, s in values if s == xs and v != x] or [x]
+            op = rng.choice(["add", "multiply", "maximum"])
+            lines.append(f"v{i} = {xs} {op}({x}, {rng.choice(same)})")
+            values.append((f"v{i}", xs))
+    kept = [values[-1]] + rng.sample(values[2:-1], 2)
+    shapes = ", ".join(s for _, s in kept)
+    lines.append(f"ROOT r = ({shapes}) tuple({', '.join(v for v, _ in kept)})")
+    body = "\n  ".join(lines)
+    return (f"HloModule g{seed}, entry_computation_layout={{({a}, {a})->({shapes})}}\n"
+            f"ENTRY e {{\n  {body}\n}}\n")
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("text", [CHAIN, AROUND], ids=["chain", "around"])
+def test_the_prediction_matches_xla_buffer_assignment(text):
+    expected = _xla_in_place(text)
+    found = in_place_reads(parse_module(text).entry)
+    assert {k: bool(v) for k, v in expected.items()} == {k: k in found for k in expected}
+    for name, operands in expected.items():
+        if operands:
+            assert found[name].name in operands
+
+
+@pytest.mark.xla
+def test_random_modules_agree_with_xla_on_nearly_every_op():
+    # XLA's scheduler is replayed, not called: on random modules the prediction may differ
+    # from XLA on a few ops (on the fidelity modules' 18,630 elementwise ops it agreed on
+    # 98 %, BENCHMARKS.md). Here: at least 85 % of the ops, and on both sides some in place.
+    agree = total = overwritten = predicted = 0
+    for seed in range(14):
+        text = _generated(seed)
+        expected = _xla_in_place(text)
+        found = in_place_reads(parse_module(text).entry)
+        for name, operands in expected.items():
+            total += 1
+            agree += bool(operands) == (name in found)
+            overwritten += bool(operands)
+            predicted += name in found
+    assert total >= 80 and overwritten >= 5 and predicted >= 5
+    print(f"agreement {agree}/{total}, XLA {overwritten} in place, predicted {predicted}")
+    assert agree >= 0.85 * total
