@@ -7,11 +7,7 @@ compiles generated modules and compares every elementwise op with XLA's dump.
 
 from __future__ import annotations
 
-import glob
 import math
-import os
-import re
-import tempfile
 
 import pytest
 
@@ -76,15 +72,17 @@ def test_the_score_prices_an_overwriting_tanh_apart_from_the_layout_cost():
     cpu = load_target("cpu")
     chain = score(parse_module(CHAIN), cpu)
     terms = {t.instruction: t for t in chain.terms if t.kind == "in_place"}
-    # tanh is priced per element; multiply is cheap (no price): scalar costs it nothing.
-    assert set(terms) == {"tanh"}
-    assert terms["tanh"].ns == math.ceil(256 * 256 * cpu.in_place.price("tanh"))
-    assert chain.in_place == terms["tanh"].ns
+    # Both overwriting ops are priced per element of their opcode (tanh far more than mul).
+    assert set(terms) == {"tanh", "mul"}
+    for name, opcode in (("tanh", "tanh"), ("mul", "multiply")):
+        assert terms[name].ns == math.ceil(256 * 256 * cpu.in_place.price(opcode))
+    assert terms["tanh"].ns > 10 * terms["mul"].ns
+    assert chain.in_place == terms["tanh"].ns + terms["mul"].ns
     assert chain.predicted == chain.total + chain.in_place
     layout_terms = sum(t.ns for t in chain.terms if t.kind != "in_place")
     assert chain.total == layout_terms
     around = score(parse_module(AROUND), cpu)
-    assert around.in_place == 0 and around.total > chain.total
+    assert around.in_place == terms["mul"].ns and around.total > chain.total
 
 
 def test_a_target_without_prices_charges_nothing():
@@ -94,38 +92,9 @@ def test_a_target_without_prices_charges_nothing():
 
 
 def _xla_in_place(module_text: str) -> dict[str, list[str]]:
-    """Elementwise op -> operands whose buffer slice XLA:CPU gives its result, from XLA's
-    own buffer-assignment dump."""
-    from hlo.opcode_facts import ELEMENTWISE
-    from service.xla.execution import run_modules
+    from service.xla.buffer_assignment import xla_in_place
 
-    with tempfile.TemporaryDirectory() as folder:
-        previous = os.environ.get("XLA_FLAGS")
-        os.environ["XLA_FLAGS"] = f"--xla_dump_to={folder}"
-        try:
-            run = run_modules([("m", parse_module(module_text))], outputs=False)
-        finally:
-            if previous is None:
-                del os.environ["XLA_FLAGS"]
-            else:
-                os.environ["XLA_FLAGS"] = previous
-        assert run.executions[0].refusal is None
-        assigned = open(glob.glob(f"{folder}/*buffer-assignment.txt")[0]).read()
-        scheduled = open(glob.glob(f"{folder}/*cpu_after_optimizations.txt")[0]).read()
-    where: dict[str, tuple[int, int]] = {}
-    allocation = -1
-    for line in assigned.splitlines():
-        if m := re.match(r"allocation (\d+):", line):
-            allocation = int(m.group(1))
-        elif m := re.match(r"\s*value: <\d+ (\S+) @\S*> \(size=\d+,offset=(\d+)\)", line):
-            where.setdefault(m.group(1), (allocation, int(m.group(2))))
-    out = {}
-    for line in scheduled[scheduled.index("ENTRY"):].splitlines():
-        m = re.match(r"\s*(?:ROOT )?%(\S+) = \S+ ([\w-]+)\((.*?)\)", line)
-        if m and m.group(2) in ELEMENTWISE and m.group(1) in where:
-            operands = re.findall(r"%([\w.\-]+)", m.group(3))
-            out[m.group(1)] = [o for o in operands if where.get(o) == where[m.group(1)]]
-    return out
+    return xla_in_place(parse_module(module_text))
 
 
 def _generated(seed: int) -> str:

@@ -1,0 +1,68 @@
+"""XLA:CPU's own buffer assignment of a laid-out module: which elementwise ops it runs in place.
+
+The oracle for :mod:`solver.layout_assignment.in_place`: the module runs once on the execution
+path (:func:`service.xla.execution.run_modules`) with ``--xla_dump_to``, and the dumped
+buffer assignment and schedule are read back. An elementwise op runs in place where its result
+and an operand get the same slice (allocation and offset).
+
+    xla_in_place(module)  -> {"mul": ["add"], "tanh": ["mul"], "sub": []}
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import tempfile
+
+from hlo.ir import Module
+from hlo.opcode_facts import ELEMENTWISE
+from service.xla.execution import run_modules
+
+__all__ = ["xla_in_place"]
+
+_ALLOCATION = re.compile(r"allocation (\d+):")
+_VALUE = re.compile(r"\s*value: <\d+ (\S+) @\S*> \(size=\d+,offset=(\d+)\)")
+_INSTRUCTION = re.compile(r"\s*(?:ROOT )?%(\S+) = \S+ ([\w-]+)\((.*?)\)")
+
+
+def xla_in_place(module: Module) -> dict[str, list[str]]:
+    """Every elementwise op XLA keeps in the entry computation -> the operands whose slice
+    its result shares (empty: a fresh buffer). Raises ``RuntimeError`` when XLA refuses the
+    module."""
+    with tempfile.TemporaryDirectory() as folder:
+        previous = os.environ.get("XLA_FLAGS")
+        os.environ["XLA_FLAGS"] = f"{previous or ''} --xla_dump_to={folder}".strip()
+        try:
+            run = run_modules([("module", module)], outputs=False)
+        finally:
+            if previous is None:
+                del os.environ["XLA_FLAGS"]
+            else:
+                os.environ["XLA_FLAGS"] = previous
+        if run.executions[0].refusal is not None:
+            raise RuntimeError(run.executions[0].refusal)
+        assigned = _read(folder, "cpu_after_optimizations-buffer-assignment.txt")
+        scheduled = _read(folder, "cpu_after_optimizations.txt")
+    where: dict[str, tuple[int, int]] = {}
+    allocation = -1
+    for line in assigned.splitlines():
+        if m := _ALLOCATION.match(line):
+            allocation = int(m.group(1))
+        elif m := _VALUE.match(line):
+            where.setdefault(m.group(1), (allocation, int(m.group(2))))
+    out: dict[str, list[str]] = {}
+    for line in scheduled[scheduled.index("ENTRY"):].splitlines():
+        m = _INSTRUCTION.match(line)
+        if m and m.group(2) in ELEMENTWISE and m.group(1) in where:
+            operands = re.findall(r"%([\w.\-]+)", m.group(3))
+            out[m.group(1)] = [o for o in operands if where.get(o) == where[m.group(1)]]
+    return out
+
+
+def _read(folder: str, suffix: str) -> str:
+    found = sorted(glob.glob(f"{folder}/*.{suffix}"))
+    if not found:
+        raise RuntimeError(f"XLA wrote no {suffix}")
+    with open(found[-1], encoding="utf-8") as f:
+        return f.read()
