@@ -211,8 +211,10 @@ class InPlaceCost(_Frozen):
     (:mod:`solver.layout_assignment.in_place` predicts which); the loop it emits then reads and
     writes one buffer, and LLVM's runtime overlap check sends it to the scalar loop. The
     price is per element of the result, by opcode (``default`` for opcodes not listed):
-    measured as an in-place chain of the op against the same chain writing fresh buffers.
-    Empty: the target has no such cost.
+    measured as the op written over its operand against the same op into a fresh buffer
+    (``hlo-layout calibrate``). Empty: the target has no such cost. Only an untiled target
+    (``row_major``) may set prices: a read in the operand's own layout pays no padding there,
+    so an ``in_place`` term is the relation's whole cost.
     """
 
     ns_per_element: dict[str, float] = Field(default_factory=dict)
@@ -333,6 +335,8 @@ class Target(_Frozen):
     def _consistent(self) -> Target:
         if self.layout_family == "tiled" and not self.tile_rules:
             raise ValueError("a 'tiled' target needs tile_rules")
+        if self.in_place.ns_per_element and self.layout_family != "row_major":
+            raise ValueError("in_place prices need a 'row_major' target (XLA:CPU's buffers)")
         for i, rule in enumerate(self.tile_rules):
             covered = len(rule.tile[0])
             if self.tileable_minor_dims and covered > self.tileable_minor_dims:

@@ -405,8 +405,9 @@ def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
 def _overwrite(cm: CostModel, rel: Relation) -> tuple[int, str]:
     """What ``rel``'s consumer pays for writing over the operand's buffer (XLA:CPU runs
     such a loop scalar), and why; ``(0, "")`` where it does not or the target has no price.
-    Only a module scored as written has such relations (:class:`.layout_graph.Relation`);
-    an untiled target's read of its operand's own layout has no padding to add."""
+    Only a module scored as written has such relations (:class:`.layout_graph.Relation`),
+    and only an untiled target prices them (:class:`hlo.target.InPlaceCost`): its read of
+    the operand's own layout has no padding to add."""
     if not rel.overwrites:
         return 0, ""
     per = cm.target.in_place.price(rel.overwrites)

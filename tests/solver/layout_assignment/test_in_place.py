@@ -91,6 +91,15 @@ def test_a_target_without_prices_charges_nothing():
     assert score(parse_module(CHAIN), gpu).in_place == 0
 
 
+def test_only_an_untiled_target_may_price_it():
+    from hlo.target import TargetError
+
+    data = load_target("tpu").model_dump()
+    data["in_place"] = {"ns_per_element": {"tanh": 1.0}}
+    with pytest.raises((TargetError, ValueError), match="row_major"):
+        load_target(data)
+
+
 def _xla_in_place(module_text: str) -> dict[str, list[str]]:
     from service.xla.buffer_assignment import xla_in_place
 
