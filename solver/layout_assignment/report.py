@@ -9,7 +9,12 @@ module (one copy per value and layout however many uses share it):
   ``lower_bound <= objective`` always;
 * ``status``: ``OPTIMAL`` only when ``objective == lower_bound`` (the answer is
   proven optimal for the true cost), else ``FEASIBLE``;
-* ``gap``: ``(objective - lower_bound) / objective`` (0 when the objective is 0).
+* ``gap``: ``(objective - lower_bound) / objective`` (0 when the objective is 0);
+* ``in_place_ns``: what the returned module's elementwise ops are predicted to pay for
+  writing over their operands' buffers (XLA:CPU, :mod:`.in_place`; the ``in_place``
+  terms of ``breakdown`` and ``terms``), outside ``objective``: assignment does not
+  minimize it; ``predicted_ns`` = ``objective`` + ``in_place_ns``, the price the
+  predicted ratios of ``measure`` use.
 
 The per-use labeling model's own numbers stay under ``model`` (``objective``:
 what it charges the returned labeling; ``lower_bound`` and ``status``: its
@@ -43,6 +48,8 @@ def to_json(result: AssignResult, *, include_hlo: bool = True, include_timings: 
         "model_objective": result.model_objective,
         "lower_bound": result.lower_bound,
         "gap": result.gap,
+        "in_place_ns": result.score.in_place,
+        "predicted_ns": result.score.predicted,
         "optimality_scope": dict(result.scope),
         "baselines": dict(result.baselines),
         "baselines_model": dict(result.baselines_model),

@@ -168,3 +168,16 @@ def test_random_modules_agree_with_xla_on_nearly_every_op():
     assert total >= 80 and overwritten >= 5 and predicted >= 5
     print(f"agreement {agree}/{total}, XLA {overwritten} in place, predicted {predicted}")
     assert agree >= 0.85 * total
+
+
+def test_the_assign_report_gives_the_in_place_price_beside_the_objective():
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+    from solver.layout_assignment.report import to_json
+
+    report = to_json(assign(parse_module(CHAIN), "cpu", AssignOptions(time_limit_s=5)),
+                     include_hlo=False)
+    in_place = sum(t["ns"] for t in report["terms"] if t["kind"] == "in_place")
+    assert report["in_place_ns"] == in_place > 0
+    assert report["predicted_ns"] == report["objective"] + in_place
+    assert report["status"] == "OPTIMAL"  # the layout cost is proven; the in-place price aside
