@@ -10,6 +10,7 @@ and an operand get the same slice (allocation and offset).
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import re
@@ -20,6 +21,9 @@ from hlo.opcode_facts import ELEMENTWISE
 from service.xla.execution import run_modules
 
 __all__ = ["xla_in_place"]
+
+#: The name the module is compiled under, to find its dumps among XLA's other modules'.
+_NAME = "in_place_oracle"
 
 _ALLOCATION = re.compile(r"allocation (\d+):")
 _VALUE = re.compile(r"\s*value: <\d+ (\S+) @\S*> \(size=\d+,offset=(\d+)\)")
@@ -34,7 +38,8 @@ def xla_in_place(module: Module) -> dict[str, list[str]]:
         previous = os.environ.get("XLA_FLAGS")
         os.environ["XLA_FLAGS"] = f"{previous or ''} --xla_dump_to={folder}".strip()
         try:
-            run = run_modules([("module", module)], outputs=False)
+            run = run_modules([("module", dataclasses.replace(module, name=_NAME))],
+                              outputs=False)
         finally:
             if previous is None:
                 del os.environ["XLA_FLAGS"]
@@ -61,7 +66,8 @@ def xla_in_place(module: Module) -> dict[str, list[str]]:
 
 
 def _read(folder: str, suffix: str) -> str:
-    found = sorted(glob.glob(f"{folder}/*.{suffix}"))
+    # The module's own dump: XLA also compiles helpers (e.g. one that lays out the inputs).
+    found = sorted(glob.glob(f"{folder}/*.{_NAME}.{suffix}"))
     if not found:
         raise RuntimeError(f"XLA wrote no {suffix}")
     with open(found[-1], encoding="utf-8") as f:
