@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO))
 
 from hlo.parser import parse_file  # noqa: E402
 from service.xla.buffer_assignment import xla_in_place  # noqa: E402
+from service.xla.errors import XlaError  # noqa: E402
 from solver.layout_assignment.in_place import in_place_reads  # noqa: E402
 
 
@@ -60,7 +61,7 @@ def main() -> None:
         for path in sorted(folder.glob("*.hlo")):
             try:
                 counts = compare(path)
-            except RuntimeError as exc:  # XLA refused the variant: a row, not a crash
+            except XlaError as exc:  # XLA refused the variant: a row, not a crash
                 results[f"{folder.name}/{path.stem}"] = {"refused": str(exc)[:200]}
                 continue
             for key, value in counts.items():

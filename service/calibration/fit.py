@@ -70,7 +70,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hlo.shape import element_bits
+from hlo.shape import element_bytes
 
 
 class FitError(ValueError):
@@ -212,15 +212,16 @@ def _in_place(samples: Sequence[Sample]) -> tuple[tuple[str, float], ...]:
     """Per opcode, ns per element of an op written over its operand's buffer more than the
     same op into a fresh one (``inplace_OP`` against ``fresh_OP``); prices under
     :data:`IN_PLACE_MIN_NS` left out."""
-    times = {s.kind: s for s in samples if s.kind.startswith(("inplace_", "fresh_"))}
+    fresh = {s.kind[len("fresh_"):]: s for s in samples if s.kind.startswith("fresh_")}
     out = []
-    for kind, sample in sorted(times.items()):
-        fresh = times.get("fresh_" + kind[len("inplace_"):]) if kind.startswith("inplace_") else None
-        if fresh is None:
+    for sample in sorted((s for s in samples if s.kind.startswith("inplace_")),
+                         key=lambda s: s.kind):
+        op = sample.kind[len("inplace_"):]
+        if op not in fresh:
             continue
-        per = (sample.ns - fresh.ns) / (sample.bytes / 4)
+        per = (sample.ns - fresh[op].ns) / (sample.bytes / element_bytes(sample.dtype))
         if per >= IN_PLACE_MIN_NS:
-            out.append((kind[len("inplace_"):], per))
+            out.append((op, per))
     return tuple(out)
 
 
@@ -435,7 +436,7 @@ def fit_device(samples: Sequence[Sample]) -> DeviceCoefficients:
             ratios = [other[b] / nn[b] for b in other if nn.get(b, 0) > 0]
             if ratios:
                 dot_ratio.setdefault(dtype, {})[kind] = round(float(np.median(ratios)), 2)
-        tn, width = by_size("dot_tn", dtype), element_bits(dtype) // 8
+        tn, width = by_size("dot_tn", dtype), element_bytes(dtype)
         per_flop = [(tn[b] - nn[b]) / (2 * round((b / width) ** 0.5) ** 3) for b in tn if b in nn]
         if per_flop:
             dot_lhs[dtype] = float(f"{max(0.0, float(np.median(per_flop))):.3g}")

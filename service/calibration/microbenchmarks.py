@@ -57,6 +57,7 @@ from dataclasses import dataclass
 
 from hlo.parser import parse_module
 from hlo.ir import Module
+from hlo.opcode_facts import ELEMENTWISE_BINARY
 
 #: (rows, cols) from cache-resident to DRAM (f32: 64 KiB, 1 MiB, 16 MiB).
 SIZES = ((128, 128), (512, 512), (2048, 2048))
@@ -415,7 +416,7 @@ def in_place_group(op: str, n: int = 256) -> Group:
     dies at the op, so XLA:CPU's buffer assignment reuses it) and into a fresh one
     (``fresh``: ``a`` is also a result); both do the same work."""
     t = f"f32[{n},{n}]{{1,0}}"
-    args = "%a, %q" if op in ("divide", "add", "multiply", "subtract", "power") else "%a"
+    args = "%a, %q" if op in ELEMENTWISE_BINARY else "%a"
     body = [f"%p = {t} parameter(0)", f"%q = {t} parameter(1)", f"%a = {t} multiply(%p, %p)",
             f"%e = {t} {op}({args})"]
     both = f"({t}, {t})"

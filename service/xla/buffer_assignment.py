@@ -11,14 +11,15 @@ and an operand get the same slice (allocation and offset).
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 import re
 import tempfile
 
 from hlo.ir import Module
 from hlo.opcode_facts import ELEMENTWISE
+from service.xla.errors import XlaError
 from service.xla.execution import run_modules
+from service.xla.stages import read_dump
 
 __all__ = ["xla_in_place"]
 
@@ -32,7 +33,7 @@ _INSTRUCTION = re.compile(r"\s*(?:ROOT )?%(\S+) = \S+ ([\w-]+)\((.*?)\)")
 
 def xla_in_place(module: Module) -> dict[str, list[str]]:
     """Every elementwise op XLA keeps in the entry computation -> the operands whose slice
-    its result shares (empty: a fresh buffer). Raises ``RuntimeError`` when XLA refuses the
+    its result shares (empty: a fresh buffer). Raises :class:`XlaError` when XLA refuses the
     module."""
     with tempfile.TemporaryDirectory() as folder:
         previous = os.environ.get("XLA_FLAGS")
@@ -46,9 +47,10 @@ def xla_in_place(module: Module) -> dict[str, list[str]]:
             else:
                 os.environ["XLA_FLAGS"] = previous
         if run.executions[0].refusal is not None:
-            raise RuntimeError(run.executions[0].refusal)
-        assigned = _read(folder, "cpu_after_optimizations-buffer-assignment.txt")
-        scheduled = _read(folder, "cpu_after_optimizations.txt")
+            raise XlaError(run.executions[0].refusal)
+        # The module's own dumps: XLA also compiles helpers (one that lays out the inputs).
+        assigned = read_dump(folder, f"*.{_NAME}.cpu_after_optimizations-buffer-assignment.txt")
+        scheduled = read_dump(folder, f"*.{_NAME}.cpu_after_optimizations.txt")
     where: dict[str, tuple[int, int]] = {}
     allocation = -1
     for line in assigned.splitlines():
@@ -64,11 +66,3 @@ def xla_in_place(module: Module) -> dict[str, list[str]]:
             out[m.group(1)] = [o for o in operands if where.get(o) == where[m.group(1)]]
     return out
 
-
-def _read(folder: str, suffix: str) -> str:
-    # The module's own dump: XLA also compiles helpers (e.g. one that lays out the inputs).
-    found = sorted(glob.glob(f"{folder}/*.{_NAME}.{suffix}"))
-    if not found:
-        raise RuntimeError(f"XLA wrote no {suffix}")
-    with open(found[-1], encoding="utf-8") as f:
-        return f.read()

@@ -43,17 +43,19 @@ def dump_stages(function: Callable[..., Any], *args: Any, name: str | None = Non
         jitted.lower(*args).compile(compiler_options={
             "xla_dump_to": tmp, "xla_dump_hlo_pass_re": "layout-assignment",
         })
-        pre = _read_one(tmp, "*.before_optimizations.txt")
-        before = _read_one(tmp, "*.before_layout-assignment.txt")
-        after = _read_one(tmp, "*.after_layout-assignment.*txt")
+        pre = read_dump(tmp, "*.before_optimizations.txt")
+        before = read_dump(tmp, "*.before_layout-assignment.txt")
+        after = read_dump(tmp, "*.after_layout-assignment.*txt")
     module_name = name or pre.split(",", 1)[0].split()[1]
     return Stages(module_name, pre, before, after)
 
 
-def _read_one(folder: str, pattern: str) -> str:
+def read_dump(folder: str, pattern: str) -> str:
+    """The text of XLA's dump matching ``pattern`` in ``folder``; of several, the last one
+    (XLA may compile helpers, e.g. argument conversions, before the module: name the module
+    in ``pattern`` where one may come after it). Raises :class:`XlaError` when there is none."""
     found = sorted(glob.glob(os.path.join(folder, pattern)))
     if not found:
         raise XlaError(f"XLA wrote no {pattern} dump")
-    # Several modules may be compiled (e.g. argument conversions): the last one is ours.
     with open(found[-1]) as f:
         return f.read()

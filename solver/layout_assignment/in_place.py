@@ -33,7 +33,7 @@ layout assignment, which decides those copies, does not use it yet.
 
 Example: in ``a = add(p, p); t = tanh(a); ROOT r = negate(t)`` the result ``r`` is live
 out; ``t`` joins ``r``'s allocation, then ``a`` joins it too (``t`` may overwrite ``a``):
-``{"t": InPlace(0, "a", "allocation"), "r": InPlace(0, "t", "allocation")}``.
+``{"t": InPlace(0, "a"), "r": InPlace(0, "t")}``.
 """
 
 from __future__ import annotations
@@ -57,12 +57,11 @@ _READ_ONLY = frozenset({"parameter", "constant"})
 
 @dataclass(frozen=True, slots=True)
 class InPlace:
-    """An elementwise op writes over operand ``operand`` (``name``): in the allocation of a
-    live-out buffer (``phase="allocation"``) or in a temporary's slot (``"temp"``)."""
+    """An elementwise op writes over operand ``operand`` (``name``): both in the allocation
+    of a live-out buffer (step 2) or in one temporary's slot (step 3)."""
 
     operand: int
     name: str
-    phase: str
 
 
 def in_place_reads(comp: Computation) -> dict[str, InPlace]:
@@ -193,7 +192,8 @@ class _Replay:
                 and any(self.base.get(o, o) == earlier for o in user.operands)
                 and _shareable(self.by[earlier].shape, user))
 
-    def _interfere(self, a: str, b: str) -> bool:
+    def interfere(self, a: str, b: str) -> bool:
+        """Do the live ranges of values ``a`` and ``b`` keep them out of one buffer?"""
         if self.pos[a] > self.pos[b]:
             a, b = b, a
         if self.end[a] < self.pos[b]:
@@ -212,11 +212,9 @@ class _Replay:
                 base = self.base.get(operand, operand)
                 if base == name or base not in self.size:
                     continue
-                if allocations.together(name, base):
-                    found[name] = InPlace(k, operand, "allocation")
-                    break
-                if name in slot and slot.get(base) == slot[name]:
-                    found[name] = InPlace(k, operand, "temp")
+                if (allocations.together(name, base)
+                        or (name in slot and slot.get(base) == slot[name])):
+                    found[name] = InPlace(k, operand)
                     break
         return found
 
@@ -312,7 +310,7 @@ class _Allocations:
         begin, end = replay.pos[name], replay.end[name]
         k = bisect.bisect_right(self.starts[index], end) - 1
         while k >= 0 and replay.end[members[k]] >= begin:
-            if replay._interfere(members[k], name):
+            if replay.interfere(members[k], name):
                 return True
             k -= 1
         return False

@@ -14,6 +14,7 @@ import pytest
 from hlo.parser import parse_module
 from hlo.target import load_target
 from solver.layout_assignment.assign import score
+from service.xla.buffer_assignment import xla_in_place
 from solver.layout_assignment.in_place import in_place_reads
 
 F = "f32[256,256]{1,0}"
@@ -51,8 +52,7 @@ def test_the_chain_is_predicted_as_xla_assigns_it():
     assert "tanh.r" not in around and around["mul"].name == "add"
 
 
-def test_an_operand_used_later_or_a_parameter_is_not_overwritten():
-    text = f"""HloModule k, entry_computation_layout={{({F})->({F}, {F})}}
+USED_LATER = f"""HloModule k, entry_computation_layout={{({F})->({F}, {F})}}
 ENTRY e {{
   p = {F} parameter(0)
   x = {F} exponential(p)
@@ -61,7 +61,10 @@ ENTRY e {{
   ROOT r = ({F}, {F}) tuple(z, y)
 }}
 """
-    found = in_place_reads(parse_module(text).entry)
+
+
+def test_an_operand_used_later_or_a_parameter_is_not_overwritten():
+    found = in_place_reads(parse_module(USED_LATER).entry)
     # exponential reads a parameter, tanh's operand lives on to z; z may overwrite x (dead
     # there) but not y (a result).
     assert "x" not in found and "y" not in found
@@ -100,12 +103,6 @@ def test_only_an_untiled_target_may_price_it():
         load_target(data)
 
 
-def _xla_in_place(module_text: str) -> dict[str, list[str]]:
-    from service.xla.buffer_assignment import xla_in_place
-
-    return xla_in_place(parse_module(module_text))
-
-
 def _generated(seed: int) -> str:
     """A random chain of elementwise ops, transposes and copies over ``f32[32,48]`` values
     (some kept as results), XLA's kind of module with layouts already assigned."""
@@ -140,9 +137,10 @@ def _generated(seed: int) -> str:
 
 
 @pytest.mark.xla
-@pytest.mark.parametrize("text", [CHAIN, AROUND], ids=["chain", "around"])
+@pytest.mark.parametrize("text", [CHAIN, AROUND, USED_LATER],
+                         ids=["chain", "around", "used-later"])
 def test_the_prediction_matches_xla_buffer_assignment(text):
-    expected = _xla_in_place(text)
+    expected = xla_in_place(parse_module(text))
     found = in_place_reads(parse_module(text).entry)
     assert {k: bool(v) for k, v in expected.items()} == {k: k in found for k in expected}
     for name, operands in expected.items():
@@ -158,7 +156,7 @@ def test_random_modules_agree_with_xla_on_nearly_every_op():
     agree = total = overwritten = predicted = 0
     for seed in range(14):
         text = _generated(seed)
-        expected = _xla_in_place(text)
+        expected = xla_in_place(parse_module(text))
         found = in_place_reads(parse_module(text).entry)
         for name, operands in expected.items():
             total += 1
