@@ -174,7 +174,8 @@ def measure_module(name: str, args, compare_target) -> dict:
     out = _scored({"module": name, "unseen": name.startswith("unseen_"), "variants": rows,
                    "same_as_xla": same_program(xla, ours.module), "assign_s": round(assign_s, 2),
                    "status": ours.status, "noise": run.noise().to_json() if run.noise() else None,
-                   "semantics_refusal": semantics.refusal, "load": [load_before, load_after]})
+                   "semantics_refusal": semantics.refusal, "load": [load_before, load_after],
+                   "runs_per_sample": run.runs_per_sample})
     if compare_target is not None and len(ran) > 2 and all(
             rows[lab]["predicted_ns_compare"] is not None for lab in ran):
         out["tau_compare"] = kendall_tau([rows[lab]["predicted_ns_compare"] for lab in ran],

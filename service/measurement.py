@@ -10,10 +10,11 @@ same for every layout. So the predicted ratio puts the model's difference on top
 reference's measured time: ``predicted = 1 + (cost - cost_ref) / measured_ref``, and compares
 with the measured paired ratio. Both are printed; neither is hidden when they disagree.
 
-Report (JSON), one row per module::
+Report (JSON), one row per module (``runs_per_sample``: one timed sample is that many executions
+back to back, see :func:`~service.xla.execution.run_modules`)::
 
     {"platform": "cpu", "target": "cpu", "reference": "xla", "seed": 0, "reps": 10,
-     "pinned_cpu": 1, "load_average": [0.9, 0.8, 0.7],
+     "pinned_cpu": 1, "runs_per_sample": 12, "load_average": [0.9, 0.8, 0.7],
      "noise": {"median": 1.003, "p25": .., "p75": .., "rounds": 10},      # reference / reference
      "modules": [{"label": "xla", "refusal": null, "median_ms": 5.1, "min_ms": 4.9,
                   "outputs_match": true, "exact": true, "max_error": 0.0, "difference": null,
@@ -51,6 +52,7 @@ def measure_report(modules: Sequence[tuple[str, Module]], target: Any, *, seed: 
         "seed": seed,
         "reps": reps,
         "pinned_cpu": measurement.cpu,
+        "runs_per_sample": measurement.runs_per_sample,
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "noise": noise.to_json() if noise else None,
         "modules": [_row(measurement, i, costs) for i in range(len(modules))],

@@ -36,8 +36,9 @@ def print_failure(failure: Failure) -> None:
 def print_measured(report: dict[str, Any], console: Console) -> None:
     """The ``measured`` report as a table: time, paired ratio, prediction, outputs, verdict."""
     noise = report.get("noise")
-    title = (f"XLA:CPU, pinned to cpu {report['pinned_cpu']}, {report['reps']} rounds, "
-             f"load {report['load_average'][0]}")
+    runs = report.get("runs_per_sample", 1)
+    title = (f"XLA:CPU, pinned to cpu {report['pinned_cpu']}, {report['reps']} rounds"
+             f"{f' of {runs} runs' if runs > 1 else ''}, load {report['load_average'][0]}")
     if noise:
         title += f"; A/A noise {noise['median']:.3f} [{noise['p25']:.3f}, {noise['p75']:.3f}]"
     table = Table(title=title)

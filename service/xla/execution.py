@@ -57,6 +57,8 @@ CHILD = Path(__file__).with_name("child.py")
 #: Float inputs are normal with this standard deviation (keeps exp/tanh chains well-conditioned).
 FLOAT_SCALE = 0.25
 _AGAIN = "#again"
+#: A timed sample lasts about this long: the fastest module runs back to back that often.
+SAMPLE_MS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,7 @@ class Measurement:
     seed: int = 0
     jax_version: str = ""  # the jax the child ran
     device: str = ""  # the device it ran on, as jax names its kind
+    runs_per_sample: int = 1  # executions back to back in one timed sample
 
     def ratio(self, index: int) -> PairedRatio | None:
         """Paired time ratio of module ``index`` over the reference: per round, over the mean
@@ -162,6 +165,7 @@ def run_modules(
     pinned: Collection[str] = (),
     platform: str = "cpu",
     outputs: bool = True,
+    sample_ms: float = SAMPLE_MS,
 ) -> Measurement:
     """Run every module on the same inputs; with ``reps > 0`` also time them (see module doc).
 
@@ -174,6 +178,8 @@ def run_modules(
     layouts; XLA:GPU's emitter takes no unfused module, so this is how it runs ours.
     ``platform`` names the jax backend (``cpu``, ``gpu``, ...): the swap is measured on
     ``cpu`` only. ``outputs=False``: the outputs are not brought back (timing alone).
+    ``sample_ms``: each timed sample runs a module back to back until the fastest module's
+    sample lasts about this long (``times_ms`` stay per execution); 0 times single runs.
     """
     require_xla()
     if not modules:
@@ -209,7 +215,7 @@ def run_modules(
         how = {"plain": [keys[label] for label in plain if label in keys],
                "pinned": {keys[label]: entry_pins(module) for label, module in modules
                           if label in pinned and label in keys},
-               "platform": platform, "outputs": outputs}
+               "platform": platform, "outputs": outputs, "sample_ms": sample_ms}
         if keys:
             result, crash = _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, how)
         if crash is not None:
@@ -220,7 +226,8 @@ def run_modules(
             executions.append(_execution(work, label, keys.get(label), result, refusals))
         again = result.get("times_ms", {}).get(keys.get(labels[0], "") + _AGAIN, [])
     return Measurement(tuple(executions), tuple(again), module_tolerance(*(m for _, m in modules)),
-                       result.get("cpu"), seed, result.get("jax", ""), result.get("device", ""))
+                       result.get("cpu"), seed, result.get("jax", ""), result.get("device", ""),
+                       int(result.get("runs_per_sample", 1)))
 
 
 def entry_pins(module: Module) -> dict[str, list[str]]:
@@ -291,6 +298,7 @@ def _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, how=None):
         "pinned": {k: v for k, v in how.get("pinned", {}).items() if k in keys.values()},
         "platform": how.get("platform", "cpu"),
         "outputs": how.get("outputs", True),
+        "sample_ms": how.get("sample_ms", 0.0),
         "cpu": 10**6 if pin_cpu else None,  # not an allowed CPU: the child takes the last one
     }
     return call_child(work, job, timeout_s)

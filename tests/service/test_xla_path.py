@@ -84,6 +84,18 @@ def test_timing_rounds_and_the_reference_twice():
     assert all(t > 0 for t in run.executions[0].times_ms)
 
 
+def test_a_timed_sample_of_a_tiny_module_is_many_runs_and_times_stay_per_run():
+    modules = [("row", parse_module(ROW_MAJOR)), ("col", parse_module(COLUMN_MAJOR))]
+    single = run_modules(modules, seed=3, reps=3, sample_ms=0)
+    batched = run_modules(modules, seed=3, reps=3, sample_ms=20)
+    assert single.runs_per_sample == 1
+    assert batched.runs_per_sample > 10  # a 3x5 transpose runs far below 2 ms
+    # Per run either way: a sample of many runs is divided by their number (a run of this
+    # module is microseconds; a sample of the batch lasts about 20 ms).
+    assert max(batched.executions[0].times_ms) < 2.0
+    assert len(batched.executions[1].times_ms) == 3 and len(batched.reference_again_ms) == 3
+
+
 def test_topk_operand_layout_is_checked_by_xla_compiler_not_only_its_parser():
     x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
     good = parse_module(TOPK.replace("LAYOUT", "1,0"))
