@@ -251,7 +251,9 @@ class OpRule(_Frozen):
     operand more than the other form; with ``min_extent`` (``kept`` only), a column reduction
     whose result elements each read fewer elements than that is not slow (its strided reads
     stay in cache), and ``variadic_min_extent`` is that extent for a variadic reduce (an
-    argmax; without it a variadic column reduction is slow at any extent); with
+    argmax; without it a variadic column reduction is slow at any extent), and
+    ``variadic_min_span`` the bytes the reads of one result element of a variadic column
+    reduction must span (its extent times the stride it reads at) for it to be slow; with
     ``wide_factor`` (``kept`` only), a column reduction reading its
     elements at most ``narrow_stride`` bytes apart pays ``read_factor`` passes, one reading
     them ``wide_stride`` bytes apart or more ``wide_factor``, in between by log2 of the

@@ -48,6 +48,9 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
 - ``reduce_variadic_min_extent``: the smallest ``R`` from which the argmax column form
   (``argcol_R``) runs slower than its row form (``argrow_R``) at every larger ``R`` measured
   (0 without the pairs: a variadic column reduction is slow at any extent);
+- ``reduce_variadic_min_span``: the smallest span ``S`` from which the argmax column form
+  (``argspancol_S``) runs more than :data:`SLOWER` times its row form (``argspanrow_S``) at every
+  larger span measured (0 without the pairs: a variadic column reduction is slow at any span);
 - ``standalone_major``: the median over shapes of ``t(major_S) / t(mform_S)``: a standalone
   transpose that moves only major dims (its innermost loop reads rows contiguously) against
   XLA's form of it (1 without the groups);
@@ -114,6 +117,7 @@ class Coefficients:
     reduce_variadic_min_extent: int = 0
     #: (opcode, ns per element) an elementwise op pays for writing over its operand's buffer.
     in_place: tuple[tuple[str, float], ...] = ()
+    reduce_variadic_min_span: int = 0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -129,7 +133,8 @@ class Coefficients:
                             None if self.standalone_row_ns is None
                             else round(self.standalone_row_ns, 2),
                             round(self.standalone_major, 2), self.reduce_variadic_min_extent,
-                            tuple((op, round(ns, 2)) for op, ns in self.in_place))
+                            tuple((op, round(ns, 2)) for op, ns in self.in_place),
+                            self.reduce_variadic_min_span)
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -192,6 +197,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         standalone_major=_over_form(samples, "major_", "mform_"),
         reduce_variadic_min_extent=_variadic_extent(samples),
         in_place=_in_place(samples),
+        reduce_variadic_min_span=_variadic_span(samples),
     )
 
 
@@ -235,6 +241,23 @@ def _variadic_extent(samples: Sequence[Sample]) -> int:
     slow = [r for r in extents
             if all(times[f"argcol_{q}"] > times[f"argrow_{q}"] for q in extents if q >= r)]
     return slow[0] if slow else extents[-1] * 2
+
+
+#: A variadic column form this much slower than its row form counts as slow: measured in three
+#: runs, 0.99-1.16 of the row form up to 64 KiB and 1.69-2.37 from 128 KiB on, a step that
+#: this places clear of the noise (5 % put it at 16, 32 and 64 KiB in the three runs).
+SLOWER = 1.25
+
+
+def _variadic_span(samples: Sequence[Sample]) -> int:
+    """From which span an argmax column reduction turns slow (module docstring)."""
+    times = {s.kind: s.ns for s in samples if s.kind.startswith(("argspancol_", "argspanrow_"))}
+    spans = sorted(int(k.split("_")[1]) for k in times
+                   if k.startswith("argspancol_") and f"argspanrow_{k.split('_')[1]}" in times)
+    slow = [s for s in spans
+            if all(times[f"argspancol_{q}"] > SLOWER * times[f"argspanrow_{q}"]
+                   for q in spans if q >= s)]
+    return slow[0] if slow else (spans[-1] * 2 if spans else 0)
 
 
 def _scalar_rows(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float) -> float:

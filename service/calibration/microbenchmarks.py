@@ -30,6 +30,10 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
   the operand and an s32 iota in its layout, with the combiner ``jnp.argmax`` lowers to:
   the larger value, NaN first, the lower index on ties): where a variadic column reduction
   turns slow;
+- ``argspancol_S`` / ``argspanrow_S``: an argmax over the middle dim (32 elements) of
+  ``f32[B,32,K]`` (1 MiB) laid out ``{2,1,0}`` (a column reduction whose result element reads
+  rows ``4 K`` bytes apart, spanning ``S = 128 K`` bytes) or ``{1,2,0}`` (the row form):
+  from which span the variadic column form turns slow;
 - ``row_ordered`` / ``row_misordered``: a 3-D row reduction with the dim whose loop XLA:CPU
   vectorizes minor, or another reduced dim (:data:`ORDER_CASES`);
 - ``copy_rows_C`` / ``copy_wide_C``: ``f32[8,64,64,C]{2,3,1,0}`` copied with ``C`` (1-6
@@ -242,6 +246,34 @@ def reduction_group(extent: int, elements: int = 1 << 18) -> Group:
     return Group(f"f32[{n},{m}] reduce", tuple(benches))
 
 
+#: Kept minor extents ``K`` of the variadic span groups (spans of 8 KiB to 256 KiB).
+SPAN_WIDTHS = (64, 128, 256, 512, 1024, 2048)
+#: The reduced extent of the variadic span groups.
+SPAN_EXTENT = 32
+
+
+def variadic_span_group(width: int, elements: int = 1 << 18) -> Group:
+    """An argmax over dim 1 of ``f32[B, 32, width]`` as a column (``{2,1,0}``) and as a row
+    (``{1,2,0}``) reduction: the rows one result element reads span ``32 * 4 * width`` bytes."""
+    n = SPAN_EXTENT
+    b = max(1, elements // (n * width))
+    span = n * 4 * width
+    pair = f"(f32[{b},{width}]{{1,0}}, s32[{b},{width}]{{1,0}})"
+    benches = []
+    for kind, layout in (("argspancol", "{2,1,0}"), ("argspanrow", "{1,2,0}")):
+        p = f"f32[{b},{n},{width}]{layout}"
+        label = f"{kind}{span}_f32_{b}x{n}x{width}"
+        body = [f"%p = {p} parameter(0)",
+                f"%i = s32[{b},{n},{width}]{layout} iota(), iota_dimension=1",
+                "%v = f32[] constant(-inf)", "%z = s32[] constant(0)",
+                f"%r = {pair} reduce(%p, %i, %v, %z), dimensions={{1}}, to_apply=%sum",
+                f"ROOT %g = s32[{b},{width}]{{1,0}} get-tuple-element(%r), index=1"]
+        benches.append(Bench(f"{kind}_{span}", label,
+                             _module(label, [p], body, f"s32[{b},{width}]{{1,0}}", _ARGMAX),
+                             b * n * width * 4, "f32"))
+    return Group(f"f32[{b},{n},{width}] argmax", tuple(benches))
+
+
 #: The reduction-order groups: shape, reduced dims, the layout with the vectorized loop's dim
 #: minor (``row_ordered``) and one with another reduced dim minor (``row_misordered``). The
 #: loops nest in the listed order, the last innermost; an innermost loop of at most 64
@@ -440,6 +472,7 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [major_group("f32", n, m) for n, m in sizes]
     out += [binary_group("f32", n) for n in (256, 512)[: 1 if quick else 2]]
     out += [reduction_group(r) for r in (STRIDED_EXTENTS[1::2] if quick else STRIDED_EXTENTS)]
+    out += [variadic_span_group(w) for w in (SPAN_WIDTHS[2::2] if quick else SPAN_WIDTHS)]
     out += [reduction_order_group(*case) for case in (ORDER_CASES[1:2] if quick else ORDER_CASES)]
     out += [copy_rows_group(c) for c in (ROW_EXTENTS[2:3] if quick else ROW_EXTENTS)]
     out += [near_transpose_group(n, m) for n, m in (NEAR_SHAPES[:1] if quick else NEAR_SHAPES)]

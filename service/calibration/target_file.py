@@ -118,7 +118,9 @@ def target_toml(calibration: Calibration) -> str:
                             extent_note=(f" when each result element reads at least "
                                          f"{c.reduce_min_extent} elements"
                                          if c.reduce_min_extent else "")
-                            + (f" (an argmax at least {c.reduce_variadic_min_extent})"
+                            + (f" (an argmax at least {c.reduce_variadic_min_extent}"
+                               + (f", its rows spanning at least {c.reduce_variadic_min_span} "
+                                  "bytes" if c.reduce_variadic_min_span else "") + ")"
                                if c.reduce_variadic_min_extent else "")
                             + (f" at most {NARROW_STRIDE} bytes apart, {c.reduce_wide_factor} "
                                f"from {WIDE_STRIDE} bytes apart on (in between by log2 of "
@@ -129,7 +131,9 @@ def target_toml(calibration: Calibration) -> str:
                             extent_param=(f", min_extent = {c.reduce_min_extent}"
                                           if c.reduce_min_extent else "")
                             + (f", variadic_min_extent = {c.reduce_variadic_min_extent}"
-                               if c.reduce_variadic_min_extent else ""),
+                               if c.reduce_variadic_min_extent else "")
+                            + (f", variadic_min_span = {c.reduce_variadic_min_span}"
+                               if c.reduce_variadic_min_span else ""),
                             scalar_param=(f", scalar = [\"maximum\"], scalar_factor = "
                                           f"{c.reduce_scalar_factor}"
                                           if c.reduce_scalar_factor else ""),

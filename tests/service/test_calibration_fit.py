@@ -212,6 +212,38 @@ def test_the_close_read_transpose_factor_is_the_median_over_shapes_and_reaches_t
     assert all(4 * m < load_target("cpu").transpose.standalone_min_stride for _, m in NEAR_SHAPES)
 
 
+def test_the_variadic_span_is_where_the_argmax_column_form_stays_clearly_slower(tmp_path):
+    from service.calibration.fit import SLOWER, _variadic_span
+    from service.calibration.microbenchmarks import SPAN_EXTENT, variadic_span_group
+
+    # Column over row 1.1 at 8 KiB, 1.4 at 16 KiB (noise), 1.1 at 32 KiB, then clearly slower
+    # at every larger span: the span is the first from which every larger one is, 64 KiB.
+    ratios = {8192: 1.1, 16384: 1.4, 32768: 1.1, 65536: 1.7, 131072: 2.0}
+    assert all((r > SLOWER) == (span in (16384, 65536, 131072)) for span, r in ratios.items())
+    samples = []
+    for span, ratio in ratios.items():
+        samples += [Sample(f"argspanrow_{span}", 1 << 20, 1e5),
+                    Sample(f"argspancol_{span}", 1 << 20, 1e5 * ratio)]
+    assert _variadic_span(samples) == 65536
+    assert _variadic_span([]) == 0  # no pairs: slow at any span
+    fast = [Sample(x.kind, x.bytes, 1e5) for x in samples]
+    assert _variadic_span(fast) == 262144  # never slower: beyond the largest measured
+    fitted_c = fit(synthetic() + samples).rounded()
+    assert fitted_c.reduce_variadic_min_span == 65536
+    rule = next(r for r in written_target(tmp_path, fitted_c).op_rules
+                if r.kind == "reduction_minor")
+    assert rule.params["variadic_min_span"] == 65536
+    # A group: the argmax over 32 rows in the two layouts, its kinds named by the span.
+    group = variadic_span_group(256)
+    assert [b.kind for b in group.benches] == ["argspancol_32768", "argspanrow_32768"]
+    column, row = (b.module.entry for b in group.benches)
+    reduce = next(i for i in column.instructions if i.opcode == "reduce")
+    assert len(reduce.operands) == 4 and reduce.attr("dimensions") == (1,)
+    assert column.parameter_instructions()[0].shape.dims[1] == SPAN_EXTENT
+    assert column.parameter_instructions()[0].shape.layout.minor_to_major == (2, 1, 0)
+    assert row.parameter_instructions()[0].shape.layout.minor_to_major == (1, 2, 0)
+
+
 def test_the_variadic_extent_is_where_the_argmax_column_form_stays_slower(tmp_path):
     from service.calibration.fit import _variadic_extent
     from service.calibration.microbenchmarks import reduction_group

@@ -316,7 +316,7 @@ ENTRY e {
     assert operand[:2] == (1, 2)
 
 
-ARGMAX = """HloModule a, entry_computation_layout={(f32[64,32]{0,1}, s32[64,32]{0,1})->(f32[64]{0}, s32[64]{0})}
+ARGMAX = """HloModule a, entry_computation_layout={(f32[1024,32]{0,1}, s32[1024,32]{0,1})->(f32[1024]{0}, s32[1024]{0})}
 argmax {
   a = f32[] parameter(0)
   i = s32[] parameter(1)
@@ -328,33 +328,83 @@ argmax {
   ROOT t = (f32[], s32[]) tuple(v, k)
 }
 ENTRY e {
-  p = f32[64,32]{0,1} parameter(0)
-  q = s32[64,32]{0,1} parameter(1)
+  p = f32[1024,32]{0,1} parameter(0)
+  q = s32[1024,32]{0,1} parameter(1)
   z = f32[] constant(0)
   y = s32[] constant(0)
-  ROOT r = (f32[64]{0}, s32[64]{0}) reduce(p, q, z, y), dimensions={1}, to_apply=argmax
+  ROOT r = (f32[1024]{0}, s32[1024]{0}) reduce(p, q, z, y), dimensions={1}, to_apply=argmax
 }
 """
 
 
 def test_a_variadic_column_reduction_turns_slow_at_its_own_extent():
-    # Kept dim 0 minor, 32 elements reduced per result: below a sum's min_extent (an add
-    # would be fast there), at an argmax's (measured: the argmax column form 1.2-1.8x its row
-    # form from 32 elements per result, 0.4-0.7x at 8 and 16).
+    # Kept dim 0 minor, 32 elements reduced per result, 4 KiB apart (spanning 128 KiB):
+    # below a sum's min_extent (an add would be fast there), at an argmax's (measured: the
+    # argmax column form 1.2-1.8x its row form from 32 elements per result, 0.4-0.7x at 8
+    # and 16).
     cpu = load_target("cpu")
     rule = next(r for r in cpu.op_rules if r.kind == "reduction_minor")
     assert 16 < rule.params["variadic_min_extent"] <= 32 < rule.params["min_extent"]
-    expected = int(rule.params["read_factor"] * (64 * 32 * 4) / cpu.cache_bandwidth_gb_per_s)
+    assert rule.params["variadic_min_span"] <= 32 * 4096
+    assert rule.params["wide_stride"] <= 4096  # the widest reads: wide_factor passes
+    expected = int(rule.params["wide_factor"] * (1024 * 32 * 4) / cpu.cache_bandwidth_gb_per_s)
     scored = score(parse_module(ARGMAX), cpu)
     assert scored.total == expected
     assert "the slow form" in scored.terms[0].reason
-    # 16 elements per result: the column form is the fast one.
-    assert score(parse_module(ARGMAX.replace("64,32]", "64,16]")), cpu).total == 0
+    # 16 elements per result (8 KiB apart: spanning 128 KiB too): the column form is the
+    # fast one.
+    sixteen = ARGMAX.replace("1024", "2048").replace("2048,32]", "2048,16]")
+    assert score(parse_module(sixteen), cpu).total == 0
     # Without the rule's variadic extent, a variadic column reduction is slow at any extent.
     params = {k: v for k, v in rule.params.items() if k != "variadic_min_extent"}
     rules = [r.model_copy(update={"params": params}) if r is rule else r for r in cpu.op_rules]
     plain = cpu.model_copy(update={"op_rules": rules})
-    assert score(parse_module(ARGMAX.replace("64,32]", "64,16]")), plain).total > 0
+    assert score(parse_module(sixteen), plain).total > 0
+
+
+BATCHED_ARGMAX = """HloModule a, entry_computation_layout={(f32[B,32,K]{2,1,0}, s32[B,32,K]{2,1,0})->(f32[B,K]{1,0}, s32[B,K]{1,0})}
+argmax {
+  a = f32[] parameter(0)
+  i = s32[] parameter(1)
+  b = f32[] parameter(2)
+  j = s32[] parameter(3)
+  g = pred[] compare(a, b), direction=GE
+  v = f32[] select(g, a, b)
+  k = s32[] select(g, i, j)
+  ROOT t = (f32[], s32[]) tuple(v, k)
+}
+ENTRY e {
+  p = f32[B,32,K]{2,1,0} parameter(0)
+  q = s32[B,32,K]{2,1,0} parameter(1)
+  z = f32[] constant(0)
+  y = s32[] constant(0)
+  ROOT r = (f32[B,K]{1,0}, s32[B,K]{1,0}) reduce(p, q, z, y), dimensions={1}, to_apply=argmax
+}
+"""
+
+
+def _batched_argmax(b: int, k: int) -> str:
+    return BATCHED_ARGMAX.replace("B,", f"{b},").replace(",K]", f",{k}]")
+
+
+def test_a_variadic_column_reduction_over_rows_close_together_is_not_slow():
+    # An argmax over the middle dim of [B, 32, K], the kept dim K minor: its 32 rows lie
+    # 4 K bytes apart. Measured (1 MiB, three runs): the column form 0.99-1.16 of the row
+    # form while they span up to 64 KiB (K <= 512), 1.69-2.37 from 128 KiB (K >= 1024); and
+    # read in place at K = 64-256 it ran 0.81-0.89 of the copy to the row form plus that form.
+    cpu = load_target("cpu")
+    rule = next(r for r in cpu.op_rules if r.kind == "reduction_minor")
+    assert 64 * 1024 < rule.params["variadic_min_span"] <= 128 * 1024
+    for k in (64, 128, 256, 512):
+        assert score(parse_module(_batched_argmax(8192 // k, k)), cpu).total == 0
+    for k in (1024, 2048):
+        slow = score(parse_module(_batched_argmax(8192 // k, k)), cpu)
+        assert slow.total > 0 and "the slow form" in slow.terms[0].reason
+    # Without the rule's span, a variadic column reduction is slow at any span.
+    params = {k: v for k, v in rule.params.items() if k != "variadic_min_span"}
+    rules = [r.model_copy(update={"params": params}) if r is rule else r for r in cpu.op_rules]
+    plain = cpu.model_copy(update={"op_rules": rules})
+    assert score(parse_module(_batched_argmax(32, 256)), plain).total > 0
 
 
 SMALL_STRIDE = """HloModule t, entry_computation_layout={(f32[64,8,3,64]{3,2,1,0})->f32[8,64,64,3]{3,2,1,0}}
