@@ -16,6 +16,11 @@ those passes add (measured, ORACLES §3):
   without one, another use of the operand reads the factor (measured: wrong numbers in
   ``linalg_custom_calls`` when one copy served two uses).
 
+- the entry's result: XLA:CPU's runtime gives every leaf of the result a buffer of its own
+  and aborts on one buffer returned twice ("Unexpected duplicate": ``tuple_outputs_aliasing``
+  returns one product at two indices); copy insertion copies a leaf whose buffer an earlier
+  leaf already returns, and a parameter or constant returned as a result. So does this.
+
 Every copy keeps its source's layout and the fusion computes exactly the scatter, so the
 layouts that run are the ones written; the copies cost the same in two modules that differ
 only in layouts, which keeps paired ratios fair (diluted toward 1 by the copies' time).
@@ -80,7 +85,12 @@ def _flat_state(shape) -> bool:
 
 
 def adapt_for_xla(module: Module) -> Module:
-    """``module`` with its unfused scatters fused and its loops given their copies."""
+    """``module`` with its unfused scatters fused, its loops and in-place custom-calls given
+    their copies, and every leaf of its result a buffer of its own."""
+    return _distinct_results(_adapted(module))
+
+
+def _adapted(module: Module) -> Module:
     fused = {name for comp in module.computations for instr in comp.instructions
              if instr.opcode == "fusion" for name in instr.called_computations()}
     bodies = {computation_name(instr.attr("body")) for comp in module.computations
@@ -97,6 +107,45 @@ def adapt_for_xla(module: Module) -> Module:
             continue
         comps.extend(adapter.computation(comp, comp.name in bodies))
     return dataclasses.replace(module, computations=tuple(comps))
+
+
+def _distinct_results(module: Module) -> Module:
+    """``module`` with each leaf of the entry's root tuple that returns a buffer an earlier
+    leaf returns, or a parameter's or a constant's, read through a copy of its own."""
+    entry = module.entry
+    root = entry.root_instruction
+    if root.opcode != "tuple":
+        return module
+    by_name = {i.name: i for i in entry.instructions}
+
+    def source(name: str) -> Instruction:  # the instruction whose buffer ``name`` returns
+        instr = by_name[name]
+        while True:
+            if instr.opcode == "bitcast":
+                instr = by_name[instr.operands[0]]
+            elif (instr.opcode == "get-tuple-element"
+                  and by_name[instr.operands[0]].opcode == "tuple"):
+                instr = by_name[by_name[instr.operands[0]].operands[int(instr.attr("index"))]]
+            else:
+                return instr
+
+    names, seen, copies, operands = NameTable(module), set(), [], []
+    for name in root.operands:
+        found = source(name)
+        if (found.name in seen or found.opcode in ("parameter", "constant")) \
+                and isinstance(by_name[name].shape, ArrayShape):
+            copy = Instruction(names.fresh(f"{name}.adapted"), "copy", by_name[name].shape, (name,))
+            copies.append(copy)
+            name = copy.name
+        seen.add(found.name)
+        operands.append(name)
+    if not copies:
+        return module
+    body = [i for i in entry.instructions if i.name != root.name]
+    body += [*copies, dataclasses.replace(root, operands=tuple(operands))]
+    entry = dataclasses.replace(entry, instructions=tuple(body))
+    return dataclasses.replace(module, computations=tuple(
+        entry if c.name == entry.name else c for c in module.computations))
 
 
 class _Adapter:

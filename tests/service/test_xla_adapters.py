@@ -133,3 +133,58 @@ def test_our_layouts_of_in_place_lapack_calls_compute_what_xla_own_pipeline_comp
     run = run_modules([("ours", ours), ("pre", pre)], plain={"pre"})
     assert [e.refusal for e in run.executions] == [None, None]
     assert run.matches(1).ok, run.matches(1).difference
+
+
+# One product returned twice, a parameter and a constant returned as they are.
+SHARED_RESULTS = """HloModule r, entry_computation_layout={(f32[4,3]{1,0})->(f32[4,3]{1,0}, f32[4,3]{1,0}, f32[4,3]{1,0}, f32[], f32[3,4]{0,1})}
+ENTRY e {
+  x = f32[4,3]{1,0} parameter(0)
+  m = f32[4,3]{1,0} multiply(x, x)
+  t = (f32[4,3]{1,0}, f32[4,3]{1,0}) tuple(m, x)
+  g = f32[4,3]{1,0} get-tuple-element(t), index=0
+  c = f32[] constant(2)
+  b = f32[3,4]{0,1} bitcast(g)
+  ROOT r = (f32[4,3]{1,0}, f32[4,3]{1,0}, f32[4,3]{1,0}, f32[], f32[3,4]{0,1}) tuple(m, g, x, c, b)
+}
+"""
+
+
+def test_each_leaf_of_the_result_gets_a_buffer_of_its_own():
+    adapted = adapt_for_xla(parse_module(SHARED_RESULTS))
+    entry = {i.name: i for i in adapted.entry.instructions}
+    root = adapted.entry.root_instruction
+    # The first return of the product stays; its return through the tuple, through the
+    # bitcast, and the parameter and the constant returned are copies.
+    assert root.operands[0] == "m"
+    for k, source in ((1, "g"), (2, "x"), (3, "c"), (4, "b")):
+        assert entry[root.operands[k]].opcode == "copy"
+        assert entry[root.operands[k]].operands == (source,)
+    assert str(entry[root.operands[4]].shape) == "f32[3,4]{0,1}"  # the layout as written
+    # The negation returned twice: its first return stays, the second is a copy (with the
+    # constant's and the bitcast's, 3 copies).
+    distinct = parse_module(SHARED_RESULTS.replace("tuple(m, g, x, c, b)", "tuple(m, n, n, c, b)")
+                            .replace("  ROOT", "  n = f32[4,3]{1,0} negate(x)\n  ROOT"))
+    root = adapt_for_xla(distinct).entry.root_instruction
+    assert root.operands[:2] == ("m", "n") and root.operands[2] != "n"
+    assert sum(i.opcode == "copy" for i in adapt_for_xla(distinct).entry.instructions) == 3
+    # Nothing shared, nothing returned as it came in: the module comes back as it was.
+    apart = parse_module("""HloModule a, entry_computation_layout={(f32[4]{0})->(f32[4]{0}, f32[4]{0})}
+ENTRY e {
+  x = f32[4]{0} parameter(0)
+  n = f32[4]{0} negate(x)
+  m = f32[4]{0} multiply(x, x)
+  ROOT r = (f32[4]{0}, f32[4]{0}) tuple(n, m)
+}
+""")
+    assert adapt_for_xla(apart) is apart
+
+
+@pytest.mark.xla
+def test_a_module_returning_one_buffer_twice_runs_in_xla_cpu():
+    # Unadapted, XLA:CPU's runtime aborts: "Check failed: ... Unexpected duplicate".
+    x = np.random.default_rng(4).standard_normal((4, 3)).astype(np.float32)
+    run = run_modules([("shared", parse_module(SHARED_RESULTS))], inputs=[x])
+    assert run.executions[0].refusal is None
+    outputs = run.executions[0].outputs
+    for k, want in enumerate((x * x, x * x, x, np.float32(2), (x * x).T)):  # b: a transpose
+        np.testing.assert_array_equal(outputs[k], want)

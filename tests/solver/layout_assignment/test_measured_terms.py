@@ -316,8 +316,7 @@ ENTRY e {
     assert operand[:2] == (1, 2)
 
 
-ARGMAX = """HloModule a, entry_computation_layout={(f32[1024,32]{0,1}, s32[1024,32]{0,1})->(f32[1024]{0}, s32[1024]{0})}
-argmax {
+ARGMAX_COMBINER = """argmax {
   a = f32[] parameter(0)
   i = s32[] parameter(1)
   b = f32[] parameter(2)
@@ -327,7 +326,9 @@ argmax {
   k = s32[] select(g, i, j)
   ROOT t = (f32[], s32[]) tuple(v, k)
 }
-ENTRY e {
+"""
+ARGMAX = """HloModule a, entry_computation_layout={(f32[1024,32]{0,1}, s32[1024,32]{0,1})->(f32[1024]{0}, s32[1024]{0})}
+""" + ARGMAX_COMBINER + """ENTRY e {
   p = f32[1024,32]{0,1} parameter(0)
   q = s32[1024,32]{0,1} parameter(1)
   z = f32[] constant(0)
@@ -363,17 +364,7 @@ def test_a_variadic_column_reduction_turns_slow_at_its_own_extent():
 
 
 BATCHED_ARGMAX = """HloModule a, entry_computation_layout={(f32[B,32,K]{2,1,0}, s32[B,32,K]{2,1,0})->(f32[B,K]{1,0}, s32[B,K]{1,0})}
-argmax {
-  a = f32[] parameter(0)
-  i = s32[] parameter(1)
-  b = f32[] parameter(2)
-  j = s32[] parameter(3)
-  g = pred[] compare(a, b), direction=GE
-  v = f32[] select(g, a, b)
-  k = s32[] select(g, i, j)
-  ROOT t = (f32[], s32[]) tuple(v, k)
-}
-ENTRY e {
+""" + ARGMAX_COMBINER + """ENTRY e {
   p = f32[B,32,K]{2,1,0} parameter(0)
   q = s32[B,32,K]{2,1,0} parameter(1)
   z = f32[] constant(0)
