@@ -205,6 +205,7 @@ def run_modules(
         for k, (label, module) in enumerate(modules):
             if refusals[label] is None:
                 keys[label] = f"m{k}"
+                module = undonated(module)
                 runs = (pinned_form(module) if label in pinned else module if label in plain
                         else adapt_for_xla(module))
                 (work / f"m{k}.hlo").write_text(print_module(runs))
@@ -241,6 +242,17 @@ def entry_pins(module: Module) -> dict[str, list[str]]:
               for _, a in leaf_arrays(p.shape)]
     results = [text(a) for _, a in leaf_arrays(module.entry.root_instruction.shape)]
     return {"params": params, "results": results}
+
+
+def undonated(module: Module) -> Module:
+    """``module`` without ``input_output_alias`` and ``buffer_donor``: the modules compared
+    share one set of input buffers, and a module that donates a parameter's buffer to its
+    output deletes it for every module after it ("Buffer has been deleted or donated":
+    ``tuple_outputs_aliasing``). What a module computes does not depend on them."""
+    kept = tuple((k, v) for k, v in module.attributes
+                 if k not in ("input_output_alias", "buffer_donor"))
+    return module if len(kept) == len(module.attributes) else dataclasses.replace(
+        module, attributes=kept)
 
 
 def carrier(module: Module) -> Module:

@@ -188,3 +188,17 @@ def test_a_module_returning_one_buffer_twice_runs_in_xla_cpu():
     outputs = run.executions[0].outputs
     for k, want in enumerate((x * x, x * x, x, np.float32(2), (x * x).T)):  # b: a transpose
         np.testing.assert_array_equal(outputs[k], want)
+
+
+@pytest.mark.xla
+def test_modules_that_donate_their_parameters_share_the_inputs_with_the_others():
+    # tuple_outputs_aliasing donates parameters 0-2 to its outputs and returns one product
+    # twice: XLA's own pipeline first (it would delete the shared input buffers), then XLA's
+    # layouts twice, timed.
+    xla = parse_file(shared_path("corpus", "tuple_outputs_aliasing.after_layout.hlo"))
+    pre = parse_file(shared_path("corpus", "tuple_outputs_aliasing.pre.hlo"))
+    assert xla.attr("input_output_alias") is not None
+    run = run_modules([("pre", pre), ("after_layout", xla), ("again", xla)], plain={"pre"},
+                      reps=2, sample_ms=0)
+    assert [e.refusal for e in run.executions] == [None, None, None]
+    assert run.matches(1).ok and run.matches(2).ok
