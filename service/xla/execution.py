@@ -8,8 +8,9 @@ against each other. The first module is the reference.
 
 How times are taken (ORACLES §3, learned on a shared 2-core machine): the child is pinned to
 one CPU; modules with the same entry layouts share one set of input buffers; after a warm-up,
-every round runs each module once, in a rotated order; the reference runs twice per round
-(A/B/A), its two runs half a round apart (:func:`_round_order`) and each through an executable
+every round runs each module once, in a rotated order (one timed sample: the module run back
+to back as often as makes the fastest module's sample last ``sample_ms``); the reference runs
+twice per round (A/B/A), its two runs half a round apart (:func:`_round_order`) and each through an executable
 compiled on its own, so the noise floor is measured with the numbers. Ratios are paired: per round,
 candidate over the mean of the reference's two runs, then the median and quartiles over
 rounds.
