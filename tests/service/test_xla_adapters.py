@@ -153,10 +153,12 @@ def test_each_leaf_of_the_result_gets_a_buffer_of_its_own():
     adapted = adapt_for_xla(parse_module(SHARED_RESULTS))
     entry = {i.name: i for i in adapted.entry.instructions}
     root = adapted.entry.root_instruction
-    # The first return of the product stays; its return through the tuple, through the
-    # bitcast, and the parameter and the constant returned are copies.
+    # The first return of the product stays; its return through the tuple (read as the
+    # tuple's element itself, the tuple gone as XLA's tuple simplifier leaves it), through
+    # the bitcast, and the parameter and the constant returned are copies.
     assert root.operands[0] == "m"
-    for k, source in ((1, "g"), (2, "x"), (3, "c"), (4, "b")):
+    assert "t" not in entry and "g" not in entry and entry["b"].operands == ("m",)
+    for k, source in ((1, "m"), (2, "x"), (3, "c"), (4, "b")):
         assert entry[root.operands[k]].opcode == "copy"
         assert entry[root.operands[k]].operands == (source,)
     assert str(entry[root.operands[4]].shape) == "f32[3,4]{0,1}"  # the layout as written
