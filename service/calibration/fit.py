@@ -232,15 +232,8 @@ def _in_place(samples: Sequence[Sample]) -> tuple[tuple[str, float], ...]:
 
 
 def _variadic_extent(samples: Sequence[Sample]) -> int:
-    """Where an argmax column reduction turns slow (module docstring)."""
-    times = {s.kind: s.ns for s in samples if s.kind.startswith(("argcol_", "argrow_"))}
-    extents = sorted(int(k.split("_")[1]) for k in times
-                     if k.startswith("argcol_") and f"argrow_{k.split('_')[1]}" in times)
-    if not extents:
-        return 0
-    slow = [r for r in extents
-            if all(times[f"argcol_{q}"] > times[f"argrow_{q}"] for q in extents if q >= r)]
-    return slow[0] if slow else extents[-1] * 2
+    """Where an argmax column reduction turns slow, by extent (module docstring)."""
+    return _slow_from(samples, "argcol_", "argrow_", 1.0)
 
 
 #: A variadic column form this much slower than its row form counts as slow: measured in three
@@ -250,14 +243,20 @@ SLOWER = 1.25
 
 
 def _variadic_span(samples: Sequence[Sample]) -> int:
-    """From which span an argmax column reduction turns slow (module docstring)."""
-    times = {s.kind: s.ns for s in samples if s.kind.startswith(("argspancol_", "argspanrow_"))}
-    spans = sorted(int(k.split("_")[1]) for k in times
-                   if k.startswith("argspancol_") and f"argspanrow_{k.split('_')[1]}" in times)
-    slow = [s for s in spans
-            if all(times[f"argspancol_{q}"] > SLOWER * times[f"argspanrow_{q}"]
-                   for q in spans if q >= s)]
-    return slow[0] if slow else (spans[-1] * 2 if spans else 0)
+    """Where an argmax column reduction turns slow, by span (module docstring)."""
+    return _slow_from(samples, "argspancol_", "argspanrow_", SLOWER)
+
+
+def _slow_from(samples: Sequence[Sample], column: str, row: str, factor: float) -> int:
+    """The smallest size ``X`` (the kinds ``column + X`` / ``row + X``) from which the column
+    form takes more than ``factor`` times the row form at every size measured from it on;
+    twice the largest where none does, 0 without pairs."""
+    times = {s.kind: s.ns for s in samples if s.kind.startswith((column, row))}
+    sizes = sorted(int(k[len(column):]) for k in times
+                   if k.startswith(column) and row + k[len(column):] in times)
+    slow = [x for x in sizes
+            if all(times[f"{column}{q}"] > factor * times[f"{row}{q}"] for q in sizes if q >= x)]
+    return slow[0] if slow else (sizes[-1] * 2 if sizes else 0)
 
 
 def _scalar_rows(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float) -> float:

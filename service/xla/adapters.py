@@ -116,48 +116,42 @@ def _adapted(module: Module) -> Module:
 
 
 def _distinct_results(module: Module) -> Module:
-    """``module`` with each leaf of the entry's root tuple that returns a buffer an earlier
-    leaf returns, or a parameter's or a constant's, read through a copy of its own."""
+    """``module`` with every get-tuple-element of a tuple in its entry read as that tuple's
+    element (the tuple and get-tuple-elements then unused, dropped), and each leaf of the
+    entry's root tuple that returns a buffer an earlier leaf returns, or a parameter's or a
+    constant's, read through a copy of its own."""
     entry = module.entry
-    root = entry.root_instruction
-    if root.opcode != "tuple":
-        return module
-    by_name = {i.name: i for i in entry.instructions}
-
-    def source(name: str) -> Instruction:  # the instruction whose buffer ``name`` returns
-        instr = by_name[name]
-        while True:
-            if instr.opcode == "bitcast":
-                instr = by_name[instr.operands[0]]
-            elif (instr.opcode == "get-tuple-element"
-                  and by_name[instr.operands[0]].opcode == "tuple"):
-                instr = by_name[by_name[instr.operands[0]].operands[int(instr.attr("index"))]]
-            else:
-                return instr
+    original = {i.name: i for i in entry.instructions}
 
     def forwarded(name: str) -> str:  # a get-tuple-element of a tuple: that element
-        instr = by_name[name]
+        instr = original[name]
         while (instr.opcode == "get-tuple-element"
-               and by_name[instr.operands[0]].opcode == "tuple"):
-            instr = by_name[by_name[instr.operands[0]].operands[int(instr.attr("index"))]]
+               and original[instr.operands[0]].opcode == "tuple"):
+            instr = original[original[instr.operands[0]].operands[int(instr.attr("index"))]]
         return instr.name
 
-    names, seen, copies, operands = NameTable(module), set(), [], []
-    for name in map(forwarded, root.operands):
-        found = source(name)
-        if (found.name in seen or found.opcode in ("parameter", "constant")) \
-                and isinstance(by_name[name].shape, ArrayShape):
-            copy = Instruction(names.fresh(f"{name}.adapted"), "copy", by_name[name].shape, (name,))
-            copies.append(copy)
-            name = copy.name
-        seen.add(found.name)
-        operands.append(name)
-    if not copies and tuple(operands) == root.operands:
+    body = {i.name: dataclasses.replace(i, operands=tuple(map(forwarded, i.operands)))
+            for i in entry.instructions}
+    root = body[entry.root]
+    copies: list[Instruction] = []
+    if root.opcode == "tuple":
+        names, seen, operands = NameTable(module), set(), []
+        for name in root.operands:
+            found = body[name]
+            while found.opcode == "bitcast":  # the instruction whose buffer ``name`` returns
+                found = body[found.operands[0]]
+            if (found.name in seen or found.opcode in ("parameter", "constant")) \
+                    and isinstance(body[name].shape, ArrayShape):
+                copies.append(Instruction(names.fresh(f"{name}.adapted"), "copy",
+                                          body[name].shape, (name,)))
+                name = copies[-1].name
+            seen.add(found.name)
+            operands.append(name)
+        root = dataclasses.replace(root, operands=tuple(operands))
+    if not copies and all(body[n] == original[n] for n in body):
         return module
-    body = [dataclasses.replace(i, operands=tuple(map(forwarded, i.operands)))
-            for i in entry.instructions if i.name != root.name]
-    body += [*copies, dataclasses.replace(root, operands=tuple(operands))]
-    entry = dataclasses.replace(entry, instructions=_live(body, root.name))
+    kept = [i for name, i in body.items() if name != root.name] + [*copies, root]
+    entry = dataclasses.replace(entry, instructions=_live(kept, root.name))
     return dataclasses.replace(module, computations=tuple(
         entry if c.name == entry.name else c for c in module.computations))
 
