@@ -92,6 +92,28 @@ def published() -> dict[str, dict[str, int]]:
     return out
 
 
+def published_bounds() -> dict[str, int]:
+    """The best published lower bound per instance (``bench/iopddl_bounds.json``)."""
+    data = json.loads((REPO / "bench" / "iopddl_bounds.json").read_text())
+    return {name: entry["lower_bound"] for name, entry in data["instances"].items()}
+
+
+def best_bound(ours: int | None, theirs: int | None) -> tuple[int | None, str]:
+    """The higher of our certified bound and the published one, and whose it is."""
+    known = {who: b for who, b in (("ours", ours), ("published", theirs)) if b is not None}
+    if not known:
+        return None, ""
+    best = max(known.values())
+    return best, "=".join(who for who, b in known.items() if b == best)
+
+
+def from_optimum(cost: int | None, bound: int | None) -> str:
+    """At most how far ``cost`` lies above the optimum, by ``bound``: 1 - bound / cost."""
+    if cost is None or bound is None or cost <= 0:
+        return "—"
+    return f"{100 * max(0.0, 1 - bound / cost):.1f} %"
+
+
 def best_published(costs: dict[str, int]) -> tuple[int | None, str]:
     """The lowest published cost and who holds it (teams joined by '=' on a tie)."""
     if not costs:
@@ -110,7 +132,7 @@ def table(results: dict[str, dict], time_limit: float, command: str,
           deterministic: bool = True) -> str:
     """The section's text; the mode is each row's own (``deterministic`` for rows
     that do not say)."""
-    pub = published()
+    pub, bounds = published(), published_bounds()
     modes = {r.get("deterministic", deterministic) for r in results.values() if "error" not in r}
     deterministic = modes != {False}
     dates = ", ".join(sorted({r["date"] for r in results.values() if "date" in r})) or "unknown"
@@ -131,24 +153,29 @@ def table(results: dict[str, dict], time_limit: float, command: str,
          "and XLA's auto-sharding solver (`final_results.csv`; answers that broke the memory "
          "limit left out), `held by` = who published it; `ratio` = ours / theirs (below 1 = "
          "we are cheaper). `load` = the 1-minute load average before and after the instance "
-         "(2 cores: above 2 the machine was shared)."),
+         "(2 cores: above 2 the machine was shared). `best known bound` = the higher of our "
+         "lower bound and the best published one (`bench/iopddl_bounds.json`: runs of hours "
+         "to days, not re-checked here), `whose`; `from optimum` = 1 - that bound / our cost, "
+         "how far our answer can at most lie above the optimum."),
         "",
         ("| instance | nodes | edges | our cost | mem ok | lower bound | gap | first answer s "
          "| solve s | read s | peak RSS MB | load | best published | held by | ratio | winner (team01) "
-         "| ratio | XLA | ratio | commit |"),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+         "| ratio | XLA | ratio | best known bound | whose | from optimum | commit |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "---|",
     ]
     beats, below, within = [], [], []
     for name, r in sorted(results.items()):
         costs = pub.get(name, {})
         best, holder = best_published(costs)
         if "error" in r:
-            lines.append(f"| {name} | | | error: {r['error']} |" + " |" * 16)
+            lines.append(f"| {name} | | | error: {r['error']} |" + " |" * 19)
             continue
         gap = "—" if r["gap"] is None else f"{100 * r['gap']:.1f} %"
         first = "—" if r["first_solution_s"] is None else f"{r['first_solution_s']:.1f}"
         load = r.get("load")
         load_text = "" if not load else f"{load[0]:.1f}–{load[1]:.1f}"
+        bound, whose = best_bound(r["lower_bound"], bounds.get(name))
         lines.append(
             f"| {name} | {r['nodes']} | {r['edges']} | {r['cost']} | "
             f"{'yes' if r['memory_feasible'] else 'no'} | {r['lower_bound']} | {gap} | {first} | "
@@ -156,6 +183,7 @@ def table(results: dict[str, dict], time_limit: float, command: str,
             f"{best or ''} | {holder} | {ratio(r['cost'], best)} | "
             f"{costs.get('team01') or ''} | {ratio(r['cost'], costs.get('team01'))} | "
             f"{costs.get('XLA') or ''} | {ratio(r['cost'], costs.get('XLA'))} | "
+            f"{bound or ''} | {whose} | {from_optimum(r['cost'], bound)} | "
             f"{r.get('commit', '')} |"
         )
         if r["cost"] is not None and costs.get("XLA") and r["cost"] < costs["XLA"]:
