@@ -228,6 +228,7 @@ OpRuleKind = Literal[
     "dot_groups_contiguous",
     "dot_contracting_most_minor",
     "dot_batch_most_major",
+    "dot_nn",
     "conv_layout",
     "default_layout",
     "row_reduction",
@@ -245,6 +246,11 @@ class OpRule(_Frozen):
     ``dot_batch_most_major``: the batch dims of a dot's operands and result are its most
     major dims, in their order (XLA:CPU's dot emitter rejects other dims there, and computes
     wrong numbers when the batch dims are most major in another order).
+    ``dot_nn`` (``{ns_per_flop = 0.0033, result_ns_per_flop = 0.008}``): the backend runs a
+    dot fastest in its physical "nn" form: the lhs with its contracting dims most minor, the
+    rhs with its free (non-contracting) dims most minor, the result row-major; an operand in
+    another layout costs ``ns_per_flop`` per flop of the dot, a result
+    ``result_ns_per_flop`` (a slower kernel, not a transpose first).
     ``reduction_minor`` (``{slow = "kept", read_factor = 0.45}``): a ``reduce`` whose operand's
     physically most-minor dim is ``kept`` (a column reduction) or ``reduced`` (a row
     reduction), whichever the backend runs slower, costs ``read_factor`` passes over the

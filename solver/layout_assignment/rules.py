@@ -151,7 +151,7 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
 
     def miss(rule: OpRule, want: Candidate, why: str) -> None:
         nonlocal total, hard
-        per_flop = _per_flop(rule)
+        per_flop = _per_flop(rule, role)
         if per_flop is not None and flops:
             # Not a transpose the backend does first: the op itself runs slower (a naive
             # loop, a slower kernel), priced by its work.
@@ -210,10 +210,13 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
     return Preference(total, hard, "; ".join(reasons))
 
 
-def _per_flop(rule: OpRule) -> tuple[float, str] | None:
+def _per_flop(rule: OpRule, role: str = "operand") -> tuple[float, str] | None:
     """``(ns per flop, how the op runs)`` where a miss of ``rule`` is priced by the op's
     flops: ``naive_ns_per_flop`` (the backend falls back to a naive loop) or ``ns_per_flop``
-    (a slower kernel); ``None`` where it is priced as the transpose to the wanted layout."""
+    (a slower kernel; ``result_ns_per_flop`` instead where the result misses, when given);
+    ``None`` where it is priced as the transpose to the wanted layout."""
+    if role == "result" and "result_ns_per_flop" in rule.params:
+        return float(rule.params["result_ns_per_flop"]), "a slower kernel"
     for key, how in (("naive_ns_per_flop", "as a naive loop"), ("ns_per_flop", "a slower kernel")):
         if key in rule.params:
             return float(rule.params[key]), how
@@ -359,6 +362,8 @@ def preferred_candidates_for_rule(cm: CostModel, instr: Instruction, role: str, 
             order = [labels.kernel_input_feature, *labels.kernel_spatial, labels.kernel_output_feature]
             return [Candidate(_m2m(order).minor_to_major, FRACTAL_Z)]
         return []
+    if op == "dot" and rule.kind == "dot_nn" and role == "result":
+        return [Candidate(default_layout(rank).minor_to_major)]
     if op == "dot" and rule.kind == "dot_batch_most_major":
         batch = (list(range(len(_dims(instr.attr("lhs_batch_dims")))))
                  if role == "result" else list(_dot_groups(instr, k)[0]))
@@ -366,8 +371,10 @@ def preferred_candidates_for_rule(cm: CostModel, instr: Instruction, role: str, 
     if op == "dot" and role == "operand" and rule.kind.startswith("dot_"):
         batch, contracting = _dot_groups(instr, k)
         free = [d for d in range(rank) if d not in batch and d not in contracting]
-        if rule.kind == "dot_contracting_most_minor":
+        if rule.kind == "dot_contracting_most_minor" or (rule.kind == "dot_nn" and k == 0):
             return [_m2m([*batch, *free, *contracting])]
+        if rule.kind == "dot_nn":
+            return [_m2m([*batch, *contracting, *free])]
         return [_m2m([*batch, *contracting, *free]), _m2m([*batch, *free, *contracting])]
     if op == "reduce" and rule.kind == "reduction_minor" and role == "operand":
         reduced = list(_dims(instr.attr("dimensions")))

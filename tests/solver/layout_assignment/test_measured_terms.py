@@ -588,3 +588,35 @@ def test_assignment_writes_a_major_only_transpose_standalone():
         "TRANSPOSE", "transpose(p), dimensions={1,0,2}")), "cpu", AssignOptions(time_limit_s=5))
     assert [i.opcode for i in found.module.entry.instructions] == ["parameter", "transpose"]
     assert found.objective == _major_only(cpu)[0].total < _major_only(cpu)[1].total
+
+
+DOT = """HloModule d, entry_computation_layout={(f32[64,256]{LHS}, f32[RHS_DIMS]{RHS})->f32[64,256]{OUT}}
+ENTRY e {
+  a = f32[64,256]{LHS} parameter(0)
+  b = f32[RHS_DIMS]{RHS} parameter(1)
+  ROOT d = f32[64,256]{OUT} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={RC}
+}
+"""
+
+
+def _dot(lhs: str, rhs: str, out: str, rc: int) -> str:
+    return (DOT.replace("LHS", lhs).replace("RHS_DIMS", "256,256").replace("RHS", rhs)
+            .replace("OUT", out).replace("RC", str(rc)))
+
+
+def test_a_dot_off_its_physical_nn_form_pays_a_slower_kernel_per_flop():
+    # Measured (bench/dot_forms.py): XLA:CPU runs f32[64,256] x f32[256,256] in 0.15 ms with
+    # the lhs contracting dim minor, the rhs free dim minor and the result row-major, and
+    # x @ w.T (rhs contracted on its minor dim 1, XLA's own layouts) in 0.26-0.28 ms; with w
+    # stored column-major (its contracting dim major: the nn form again) 0.17 ms.
+    cpu = load_target("cpu")
+    rule = next(r for r in cpu.rules_for("dot") if r.kind == "dot_nn")
+    operand, result = rule.params["ns_per_flop"], rule.params["result_ns_per_flop"]
+    assert 0 < operand < result
+    flops = 2 * 64 * 256 * 256
+    assert score(parse_module(_dot("1,0", "1,0", "1,0", 0)), cpu).total == 0
+    nt = score(parse_module(_dot("1,0", "1,0", "1,0", 1)), cpu)
+    assert nt.total == int(flops * operand) and "slower kernel" in nt.terms[0].reason
+    assert score(parse_module(_dot("1,0", "0,1", "1,0", 1)), cpu).total == 0
+    column_result = score(parse_module(_dot("1,0", "1,0", "0,1", 0)), cpu)
+    assert column_result.total == int(flops * result)
