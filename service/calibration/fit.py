@@ -58,6 +58,10 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   its operand close (``transpose_rows_C``: 256 bytes apart, writing runs of ``C``) against
   one writing the same bytes in runs of 64 (``transpose_wide_C``), at least 0 (``None``
   without them);
+- ``dot_operand_ns_per_flop`` / ``dot_result_ns_per_flop``: the medians of
+  ``(t(dot_operand) - t(dot_nn)) / flops`` and ``(t(dot_result) - t(dot_nn)) / flops`` over the
+  dot shapes: a dot off its physical nn form runs a slower kernel (the values of
+  ``bench/dot_forms.py`` on 2026-11-27, 0.0034 and 0.011, without the groups);
 - ``conv_naive_ns_per_flop``: the median of ``(t(conv_naive) - t(conv_default)) / flops``: a
   convolution with any array in another layout runs as a naive loop (XLA:CPU gives Eigen
   row-major convolutions only).
@@ -92,6 +96,12 @@ class Sample:
 CACHE_BYTES = 4 << 20
 
 
+#: A dot's extra ns per flop off its nn form where no dot group was measured: an operand,
+#: the result (medians of ``bench/dot_forms.py``'s f32 cells, 2026-11-27).
+DOT_OPERAND_NS_PER_FLOP = 0.0034
+DOT_RESULT_NS_PER_FLOP = 0.011
+
+
 @dataclass(frozen=True, slots=True)
 class Coefficients:
     bandwidth_gb_per_s: float
@@ -118,6 +128,8 @@ class Coefficients:
     #: (opcode, ns per element) an elementwise op pays for writing over its operand's buffer.
     in_place: tuple[tuple[str, float], ...] = ()
     reduce_variadic_min_span: int = 0
+    dot_operand_ns_per_flop: float = DOT_OPERAND_NS_PER_FLOP
+    dot_result_ns_per_flop: float = DOT_RESULT_NS_PER_FLOP
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -134,7 +146,9 @@ class Coefficients:
                             else round(self.standalone_row_ns, 2),
                             round(self.standalone_major, 2), self.reduce_variadic_min_extent,
                             tuple((op, round(ns, 2)) for op, ns in self.in_place),
-                            self.reduce_variadic_min_span)
+                            self.reduce_variadic_min_span,
+                            round(self.dot_operand_ns_per_flop, 4),
+                            round(self.dot_result_ns_per_flop, 4))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +212,8 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         reduce_variadic_min_extent=_variadic_extent(samples),
         in_place=_in_place(samples),
         reduce_variadic_min_span=_variadic_span(samples),
+        dot_operand_ns_per_flop=_dot_form(samples, "dot_operand", DOT_OPERAND_NS_PER_FLOP),
+        dot_result_ns_per_flop=_dot_form(samples, "dot_result", DOT_RESULT_NS_PER_FLOP),
     )
 
 
@@ -311,6 +327,16 @@ def _naive_convolution(samples: Sequence[Sample]) -> float:
     if not default or not naive:
         return 0.0
     return max(0.0, float(np.median([(s.ns - min(default)) / s.bytes for s in naive])))
+
+
+def _dot_form(samples: Sequence[Sample], kind: str, unmeasured: float) -> float:
+    """ns per flop a dot pays off its nn form (``kind``: an operand or the result in the
+    other layout): the median over the samples of ``(t(kind) - t(dot_nn)) / flops``, paired
+    by flops (a sample's bytes); ``unmeasured`` without them."""
+    nn = {s.bytes: s.ns for s in samples if s.kind == "dot_nn"}
+    extra = [(s.ns - nn[s.bytes]) / s.bytes for s in samples
+             if s.kind == kind and s.bytes in nn and s.bytes > 0]
+    return max(0.0, float(np.median(extra))) if extra else unmeasured
 
 
 def _paired_ratio(samples: Sequence[Sample], kind: str, reference: str, fixed: float) -> float:

@@ -18,6 +18,8 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
 - ``reduce_minor``: a sum over dim 1 (the reduced dim is minor: a row reduction);
 - ``reduce_major``: a sum over dim 0 (the kept dim is minor);
 - ``add_same`` / ``add_mixed``: ``add`` of two operands in the same / other layouts;
+- ``dot_nn`` / ``dot_operand`` / ``dot_result``: an f32 dot in its physical nn form, and with
+  one operand or the result in the other layout (:func:`dot_form_group`; bytes = flops);
 - ``conv_default`` / ``conv_naive``: a 3x3 NHWC convolution with every array row-major, or
   with the input, the kernel or the result in another layout (``bytes`` is its flops here);
 - ``column_R`` / ``row_R``: a sum over dim 0 of ``[R, N/R]`` (1 MiB of f32) laid out ``{1,0}``
@@ -374,6 +376,28 @@ def convolution_group(batch: int = 8, size: int = 32, features: int = 16) -> Gro
     return Group(f"conv {x}", tuple(benches))
 
 
+#: The dot-form groups' (M, K, N), each with its own flop count (the fit pairs by it).
+DOT_SHAPES = ((128, 128, 128), (64, 256, 256), (96, 512, 128), (256, 256, 256))
+
+
+def dot_form_group(m: int, k: int, n: int) -> Group:
+    """``f32[M,K] x f32[K,N]`` in its physical nn form (lhs contracting dim minor, rhs free
+    dim minor, result row-major: ``dot_nn``), with the lhs, the rhs and the result each in
+    the other layout (``dot_operand`` twice, ``dot_result``); a bench's bytes are the flops."""
+    flops = 2 * m * k * n
+    row, col = "{1,0}", "{0,1}"
+    benches = []
+    for kind, (ll, rl, ol) in (("dot_nn", (row, row, row)), ("dot_operand", (col, row, row)),
+                               ("dot_operand", (row, col, row)), ("dot_result", (row, row, col))):
+        label = f"{kind}_{len(benches)}_f32_{m}x{k}x{n}"
+        a, b, c = f"f32[{m},{k}]{ll}", f"f32[{k},{n}]{rl}", f"f32[{m},{n}]{ol}"
+        body = [f"%a = {a} parameter(0)", f"%b = {b} parameter(1)",
+                f"ROOT %d = {c} dot(%a, %b), lhs_contracting_dims={{1}}, "
+                "rhs_contracting_dims={0}"]
+        benches.append(Bench(kind, label, _module(label, [a, b], body, c), flops, "f32"))
+    return Group(f"dot {m}x{k}x{n}", tuple(benches))
+
+
 #: Operands of the close-read transpose groups: ``f32[n,m]``, the innermost loop of the
 #: transpose reading ``4m`` bytes apart.
 NEAR_SHAPES = ((256, 64), (1024, 64), (4096, 64), (512, 32), (2048, 32))
@@ -478,6 +502,7 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [near_transpose_group(n, m) for n, m in (NEAR_SHAPES[:1] if quick else NEAR_SHAPES)]
     out += [major_transpose_group(*s) for s in (MAJOR_SHAPES[:1] if quick else MAJOR_SHAPES)]
     out += [in_place_group(op) for op in (IN_PLACE_OPS[:1] if quick else IN_PLACE_OPS)]
+    out += [dot_form_group(*s) for s in (DOT_SHAPES[1:2] if quick else DOT_SHAPES)]
     out.append(convolution_group())
     return out
 

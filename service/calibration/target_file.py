@@ -71,8 +71,8 @@ note = "XLA:CPU's dot emitter requires the batch dims of operands and result to 
 op = "dot"
 kind = "dot_nn"
 hard = false
-params = {{ ns_per_flop = 0.0034, result_ns_per_flop = 0.011 }}
-note = "XLA:CPU runs a dot fastest in the physical nn form (lhs contracting dims minor, rhs free dims minor, result row-major); an operand in another layout costs 0.0034 ns per flop more, the result 0.011 (medians over f32 dots of 64 to 512, bench/dot_forms.py, 2026-11-27)."
+params = {{ ns_per_flop = {c.dot_operand_ns_per_flop}, result_ns_per_flop = {c.dot_result_ns_per_flop} }}
+note = "XLA:CPU runs a dot fastest in the physical nn form (lhs contracting dims minor, rhs free dims minor, result row-major); an operand in another layout costs {c.dot_operand_ns_per_flop} ns per flop more, the result {c.dot_result_ns_per_flop} (measured)."
 
 [[op_rules]]
 op = "convolution"

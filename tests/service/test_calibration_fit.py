@@ -340,3 +340,31 @@ def test_the_in_place_price_is_the_extra_time_per_element_and_reaches_the_target
         i.opcode for i in inplace.entry.instructions]
     assert "e" not in in_place_reads(fresh.entry)
     assert in_place_reads(inplace.entry)["e"].name == "a"
+
+
+def test_the_dot_forms_give_the_extra_ns_per_flop_and_reach_the_target(tmp_path):
+    from service.calibration.fit import DOT_OPERAND_NS_PER_FLOP, DOT_RESULT_NS_PER_FLOP
+    from service.calibration.microbenchmarks import dot_form_group
+
+    # Two shapes (paired by their flops): an operand off the nn form 0.002 and 0.004 ns per
+    # flop more (median 0.003), the result 0.01.
+    samples = []
+    for flops in (4_000_000, 8_000_000):
+        samples += [Sample("dot_nn", flops, 1e5), Sample("dot_result", flops, 1e5 + 0.01 * flops)]
+        samples += [Sample("dot_operand", flops, 1e5 + extra * flops) for extra in (0.002, 0.004)]
+    fitted_c = fit(synthetic() + samples).rounded()
+    assert fitted_c.dot_operand_ns_per_flop == pytest.approx(0.003)
+    assert fitted_c.dot_result_ns_per_flop == pytest.approx(0.01)
+    unmeasured = fit(synthetic())
+    assert (unmeasured.dot_operand_ns_per_flop, unmeasured.dot_result_ns_per_flop) == (
+        DOT_OPERAND_NS_PER_FLOP, DOT_RESULT_NS_PER_FLOP)
+    rule = next(r for r in written_target(tmp_path, fitted_c).rules_for("dot")
+                if r.kind == "dot_nn")
+    assert rule.params == {"ns_per_flop": 0.003, "result_ns_per_flop": 0.01}
+    # The group: the nn form first, then the lhs, the rhs and the result in the other layout.
+    group = dot_form_group(64, 256, 256)
+    forms = [tuple(i.shape.layout.minor_to_major for i in b.module.entry.instructions)
+             for b in group.benches]
+    assert forms == [((1, 0), (1, 0), (1, 0)), ((0, 1), (1, 0), (1, 0)),
+                     ((1, 0), (0, 1), (1, 0)), ((1, 0), (1, 0), (0, 1))]
+    assert {b.bytes for b in group.benches} == {2 * 64 * 256 * 256}
