@@ -27,35 +27,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from hlo.parser import parse_module  # noqa: E402
 from hlo.target import load_target  # noqa: E402
+from service.calibration.microbenchmarks import dot_module  # noqa: E402
 from service.layout_operations import model_cost  # noqa: E402
 from service.xla.execution import run_modules  # noqa: E402
 
 SHAPES = ((64, 64, 64), (128, 128, 128), (64, 256, 256), (256, 256, 64), (256, 256, 256),
           (512, 512, 512))
-LAYOUTS = {"r": "1,0", "c": "0,1"}
 FORMS = tuple("".join(form) for form in itertools.product("rc", repeat=3))
-
-
-def dot(m: int, k: int, n: int, form: str, lhs_c: int = 1, rhs_c: int = 0,
-        dtype: str = "f32") -> str:
-    """The module of one form (lhs, rhs, result layouts in that order), ``lhs_c`` and
-    ``rhs_c`` the contracting dims."""
-    lhs, rhs, out = (LAYOUTS[x] for x in form)
-    a = f"{dtype}[{m},{k}]" if lhs_c == 1 else f"{dtype}[{k},{m}]"
-    b = f"{dtype}[{k},{n}]" if rhs_c == 0 else f"{dtype}[{n},{k}]"
-    c = f"{dtype}[{m},{n}]"
-    return (f"HloModule dot_{form}, entry_computation_layout={{({a}{{{lhs}}}, {b}{{{rhs}}})"
-            f"->{c}{{{out}}}}}\n\nENTRY %e (a: {a}, b: {b}) -> {c} {{\n"
-            f"  %a = {a}{{{lhs}}} parameter(0)\n  %b = {b}{{{rhs}}} parameter(1)\n"
-            f"  ROOT %d = {c}{{{out}}} dot({a}{{{lhs}}} %a, {b}{{{rhs}}} %b), "
-            f"lhs_contracting_dims={{{lhs_c}}}, rhs_contracting_dims={{{rhs_c}}}\n}}\n")
 
 
 def measure(m: int, k: int, n: int, reps: int, target, lhs_c: int = 1, rhs_c: int = 0
             ) -> dict:
-    modules = [(form, parse_module(dot(m, k, n, form, lhs_c, rhs_c))) for form in FORMS]
+    modules = [(form, dot_module(f"dot_{form}", m, k, n, form, lhs_c, rhs_c))
+               for form in FORMS]
     run = run_modules(modules, reps=reps)
     base = model_cost(modules[0][1], target)
     return {"shape": [m, k, n], "contracting": [lhs_c, rhs_c], "rrr_ms": round(run.executions[0].median_ms, 4),

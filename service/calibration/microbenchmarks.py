@@ -380,21 +380,35 @@ def convolution_group(batch: int = 8, size: int = 32, features: int = 16) -> Gro
 DOT_SHAPES = ((128, 128, 128), (64, 256, 256), (96, 512, 128), (256, 256, 256))
 
 
+#: A dot form's layouts by letter: row-major, column-major.
+DOT_LAYOUTS = {"r": "{1,0}", "c": "{0,1}"}
+
+
+def dot_module(label: str, m: int, k: int, n: int, form: str, lhs_c: int = 1,
+               rhs_c: int = 0) -> Module:
+    """``f32`` ``lhs x rhs -> [M, N]`` contracting the lhs's dim ``lhs_c`` (``[M, K]`` for 1,
+    ``[K, M]`` for 0) and the rhs's dim ``rhs_c`` (``[K, N]`` for 0, ``[N, K]`` for 1), the
+    lhs, rhs and result laid out as ``form`` says (three of ``r``/``c``, in that order)."""
+    ll, rl, ol = (DOT_LAYOUTS[x] for x in form)
+    a = f"f32[{m},{k}]{ll}" if lhs_c == 1 else f"f32[{k},{m}]{ll}"
+    b = f"f32[{k},{n}]{rl}" if rhs_c == 0 else f"f32[{n},{k}]{rl}"
+    c = f"f32[{m},{n}]{ol}"
+    body = [f"%a = {a} parameter(0)", f"%b = {b} parameter(1)",
+            f"ROOT %d = {c} dot(%a, %b), lhs_contracting_dims={{{lhs_c}}}, "
+            f"rhs_contracting_dims={{{rhs_c}}}"]
+    return _module(label, [a, b], body, c)
+
+
 def dot_form_group(m: int, k: int, n: int) -> Group:
     """``f32[M,K] x f32[K,N]`` in its physical nn form (lhs contracting dim minor, rhs free
     dim minor, result row-major: ``dot_nn``), with the lhs, the rhs and the result each in
     the other layout (``dot_operand`` twice, ``dot_result``); a bench's bytes are the flops."""
-    flops = 2 * m * k * n
-    row, col = "{1,0}", "{0,1}"
     benches = []
-    for kind, (ll, rl, ol) in (("dot_nn", (row, row, row)), ("dot_operand", (col, row, row)),
-                               ("dot_operand", (row, col, row)), ("dot_result", (row, row, col))):
+    for kind, form in (("dot_nn", "rrr"), ("dot_operand", "crr"), ("dot_operand", "rcr"),
+                       ("dot_result", "rrc")):
         label = f"{kind}_{len(benches)}_f32_{m}x{k}x{n}"
-        a, b, c = f"f32[{m},{k}]{ll}", f"f32[{k},{n}]{rl}", f"f32[{m},{n}]{ol}"
-        body = [f"%a = {a} parameter(0)", f"%b = {b} parameter(1)",
-                f"ROOT %d = {c} dot(%a, %b), lhs_contracting_dims={{1}}, "
-                "rhs_contracting_dims={0}"]
-        benches.append(Bench(kind, label, _module(label, [a, b], body, c), flops, "f32"))
+        benches.append(Bench(kind, label, dot_module(label, m, k, n, form), 2 * m * k * n,
+                             "f32"))
     return Group(f"dot {m}x{k}x{n}", tuple(benches))
 
 

@@ -1,4 +1,4 @@
-"""The modules ``bench/dot_forms.py`` times: every physical form of a dot computes the
+"""The modules ``bench/dot_forms.py`` (and the calibration's dot groups) time: every physical form of a dot computes the
 product numpy computes (XLA:CPU runs them), and each form's layouts are the ones named."""
 
 from __future__ import annotations
@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.dot_forms import FORMS, dot
-from hlo.parser import parse_module
+from bench.dot_forms import FORMS
+from service.calibration.microbenchmarks import dot_module
 from service.xla.execution import run_modules
 
 
 @pytest.mark.parametrize("lhs_c,rhs_c", [(1, 0), (1, 1), (0, 0)])
 def test_each_form_carries_its_layouts(lhs_c, rhs_c):
     for form in FORMS:
-        module = parse_module(dot(4, 3, 2, form, lhs_c, rhs_c))
+        module = dot_module("d", 4, 3, 2, form, lhs_c, rhs_c)
         a, b, d = module.entry.instructions
         want = [(1, 0) if x == "r" else (0, 1) for x in form]
         got = [i.shape.layout.minor_to_major for i in (a, b, d)]
@@ -32,7 +32,7 @@ def test_every_form_computes_the_product(lhs_c, rhs_c):
     a = rng.standard_normal((8, 16) if lhs_c else (16, 8)).astype(np.float32)
     b = rng.standard_normal((4, 16) if rhs_c else (16, 4)).astype(np.float32)
     want = (a if lhs_c else a.T) @ (b.T if rhs_c else b)
-    run = run_modules([(f, parse_module(dot(8, 16, 4, f, lhs_c, rhs_c))) for f in FORMS],
+    run = run_modules([(f, dot_module(f"d_{f}", 8, 16, 4, f, lhs_c, rhs_c)) for f in FORMS],
                       inputs=[a, b])
     for execution in run.executions:
         assert execution.refusal is None
