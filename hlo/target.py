@@ -115,6 +115,33 @@ class SharedStaging(_Frozen):
         return self
 
 
+class CacheGeometry(_Frozen):
+    """A set-associative data cache: ``sets`` sets of ``ways`` lines of ``line_bytes``."""
+
+    sets: int = Field(gt=0)
+    ways: int = Field(gt=0)
+    line_bytes: int = Field(gt=0)
+
+    def holds(self, stride: int, count: int) -> bool:
+        """Whether ``count`` reads ``stride`` bytes apart touch at most ``ways`` lines of any
+        one set (so all of them stay cached until they are read again).
+
+        >>> CacheGeometry(sets=64, ways=8, line_bytes=64).holds(65536, 8)
+        True
+        >>> CacheGeometry(sets=64, ways=8, line_bytes=64).holds(65536, 16)
+        False
+        >>> CacheGeometry(sets=64, ways=8, line_bytes=64).holds(43688, 24)
+        True
+        """
+        if count > self.sets * self.ways:
+            return False
+        lines = {k * stride // self.line_bytes for k in range(count)}
+        per_set: dict[int, int] = {}
+        for line in lines:
+            per_set[line % self.sets] = per_set.get(line % self.sets, 0) + 1
+        return max(per_set.values(), default=0) <= self.ways
+
+
 class TransposeCost(_Frozen):
     """Cost factors (× one pass) of a physical relayout, by what it moves.
 
@@ -139,16 +166,26 @@ class TransposeCost(_Frozen):
     1.1-1.5x XLA's bitcast transpose + copy from 32 KiB on; with a third dim 0.1-0.9x, so
     those cost the copy; 1 where the two are the same), from ``standalone_near_min_bytes`` of
     operand on (measured: 16 KiB 0.6-0.9x, so smaller ones cost the copy).
-    ``standalone_row_ns``: below ``standalone_min_stride`` a standalone transpose of three
-    or more dims (more than one element each) pays this many ns per run of its result's
-    minor dim instead of the copy's ``row_ns`` (unset: the copy's): XLA:CPU's elementwise
-    loop does not pay per run the way its copy loop does (measured: a transpose writing runs
-    of 3 elements ran 0.09x the copy doing the same movement).
+    ``standalone_row_ns``: a standalone transpose pays this many ns per run of its result's
+    minor dim instead of the copy's ``row_ns`` (unset: the copy's), and never the copy's
+    blocked-transpose tiles: XLA:CPU's elementwise loop does not pay per run the way its
+    copy loop does (measured: a transpose writing runs of 3 elements ran 0.09x the copy
+    doing the same movement; ``[3, 65536] -> [65536, 3]`` 0.03x).
     ``standalone_major``: a standalone transpose that moves only major dims (its result's
     physically minor dim is its operand's, so its innermost loop reads rows contiguously)
     costs this many times XLA's form of it (a bitcast transpose and a copy permuting major
     dims only), whatever its read stride (measured on XLA:CPU: 0.12-0.77x; 1 where the two
     are the same).
+    ``cache``: the data cache a standalone loop reads through (sets, ways, line bytes; unset:
+    no such rule). A standalone transpose (reshape) reading ``standalone_min_stride`` bytes
+    apart or more costs ``standalone`` (``reshape_standalone``) only where its innermost
+    loop's reads (one per element of its result's minor dim, that stride apart) fall on more
+    lines of one cache set than the set has ways: they evict each other before the next
+    pass of the loop reads the rest of each line. Where they fit, the loop streams and costs
+    the copy's passes (measured on XLA:CPU, ``bench/transpose_forms.py``: ``[n, m] -> [m, n]``
+    with ``n`` up to 24 where the reads fit the level-1 cache's sets, 0.1-0.5x XLA's bitcast
+    transpose + copy; ``n`` = 64 with rows 16 KiB apart, all in one set, 1.5x; ``n`` = 48
+    with rows 21844 bytes apart, 16 in one set, 0.5x: the rule errs there).
     """
 
     minor_moving: float = Field(gt=0)
@@ -167,6 +204,7 @@ class TransposeCost(_Frozen):
     standalone_major: float = Field(1.0, gt=0)
     #: The shared-memory staging of a ``minor_moving`` transpose (GPU), if any.
     shared_staging: SharedStaging | None = None
+    cache: CacheGeometry | None = None
     note: str = ""
 
     @field_validator("minor_moving_by_bytes")
@@ -189,17 +227,28 @@ class CopyCost(_Frozen):
     result's, with no copy in between (a module as written; the rewrite always inserts the
     copy), pays this many times the copy that would have given the operand its layout.
     ``row_ns``: a relayout that moves data (a copy, a data-moving transpose or reshape) pays
-    this many ns more per run of its result's physically minor dim (XLA:CPU's loop over the
-    result pays per iteration of the loop around its innermost one: a copy to a 3-element
-    minor dim ran 2-4x the copy to a 64-element one moving the same bytes). A physically minor
-    dim of size 1 makes every element a run, also where the copy moves no element (its
-    layouts differ only in where size-1 dims sit): that loop runs once per element.
+    this many ns more per run of its result's physically minor dim (XLA:CPU's copy that keeps
+    its minor dim moves each run with one ``memcpy``: 3-5 ns each, measured). A physically
+    minor dim of size 1 makes every element a run, also where the copy moves no element (its
+    layouts differ only in where size-1 dims sit). With ``tile_ns`` set, a copy whose minor
+    dim moves pays per tile instead.
+    ``tile_ns``: a copy that moves the minor dim transposes in square tiles (XLA:CPU's copy
+    runs a blocked transpose): the tile's edge is the largest power of two elements that is
+    at most both minor extents (the source's and the result's physically minor dims) and
+    ``tile_bytes`` (at most 16 elements); elements past the last whole tile go one per tile.
+    Each tile costs ``tile_ns`` (``tile_input_factor`` times that where the source's minor
+    extent is the smaller), instead of ``row_ns`` per run: a copy to a 3-element minor dim
+    runs a scalar tile per third element, one to a 4-element minor dim is as fast as a wide
+    one. 0: the target's copies have no such cost.
     """
 
     factor: float = Field(gt=0)
     fixed_ns: float = Field(0.0, ge=0)
     inline_relayout: float = Field(1.0, gt=0)
     row_ns: float = Field(0.0, ge=0)
+    tile_ns: float = Field(0.0, ge=0)
+    tile_input_factor: float = Field(1.0, ge=0)
+    tile_bytes: int = Field(32, ge=1)
     padding_counts: bool = True
     note: str = ""
 

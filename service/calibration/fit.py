@@ -38,9 +38,17 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   not vectorize (``maximum``) pays beyond the vectorized ``add`` one; the column form costs
   the same for both, so a ``maximum`` column reduction's extra passes are
   ``reduce_read_factor`` less this (0 without the samples);
-- ``copy_row_ns``: the median over ``C`` of ``(t(copy_rows_C) - t(copy_wide_C))`` over the
-  runs of ``C`` elements the first writes (``bytes / (4 C)``; the second writes 64 times
-  fewer): what a copy pays per run of its result's minor dim (0 without the groups);
+- ``copy_row_ns``: the median over ``C`` of ``(t(copy_runs_C) - t(copy_wide_C))`` over the
+  ``8 * 64 * 64`` runs of ``C`` elements the first moves (one ``memcpy`` each; the second
+  moves the same bytes as a blocked transpose in 8x8 tiles): what a copy whose minor dim
+  stays pays per run (0 without the groups);
+- ``copy_tile_ns``: the median over ``C`` of ``(t(copy_rows_C) - t(copy_wide_C))`` over the
+  difference of their tile counts (:func:`solver.layout_assignment.costs.copy_tiles`): what
+  a copy that moves the minor dim pays per tile of its blocked transpose (0 without the
+  groups);
+- ``copy_tile_input_factor``: the median over ``C`` of ``(t(copy_rev_C) - t(copy_wide_C))``
+  over ``copy_tile_ns`` times the difference of their tile counts: what a tile costs where
+  the source's minor dim is the short one, relative to the result's (1 without them);
 - ``standalone_near``: the median over shapes of ``t(near_S) / t(form_S)``: a standalone
   2-D transpose whose innermost loop reads its operand close (fewer than ``standalone_min_stride``
   bytes apart) against XLA's form of it, a bitcast transpose and a copy (1 without the
@@ -54,10 +62,11 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
 - ``standalone_major``: the median over shapes of ``t(major_S) / t(mform_S)``: a standalone
   transpose that moves only major dims (its innermost loop reads rows contiguously) against
   XLA's form of it (1 without the groups);
-- ``standalone_row_ns``: ``copy_row_ns`` for a standalone ``transpose`` whose innermost loop reads
-  its operand close (``transpose_rows_C``: 256 bytes apart, writing runs of ``C``) against
-  one writing the same bytes in runs of 64 (``transpose_wide_C``), at least 0 (``None``
-  without them);
+- ``standalone_row_ns``: the median over ``C`` of ``(t(transpose_rows_C) -
+  t(transpose_wide_C))`` over the runs of ``C`` elements the first writes (``bytes / (4
+  C)``): a standalone ``transpose`` whose innermost loop reads its operand close (256 bytes
+  apart, writing runs of ``C``) against one writing the same bytes in runs of 64, per run,
+  at least 0 (``None`` without them);
 - ``dot_operand_ns_per_flop`` / ``dot_result_ns_per_flop``: the medians of
   ``(t(dot_operand) - t(dot_nn)) / flops`` and ``(t(dot_result) - t(dot_nn)) / flops`` over the
   dot shapes: a dot off its physical nn form runs a slower kernel (the values of
@@ -77,7 +86,10 @@ from typing import Sequence
 
 import numpy as np
 
+from hlo.parser import parse_shape
 from hlo.shape import element_bytes
+from service.calibration.microbenchmarks import copy_shapes
+from solver.layout_assignment.costs import copy_tiles
 
 
 class FitError(ValueError):
@@ -130,6 +142,8 @@ class Coefficients:
     reduce_variadic_min_span: int = 0
     dot_operand_ns_per_flop: float = DOT_OPERAND_NS_PER_FLOP
     dot_result_ns_per_flop: float = DOT_RESULT_NS_PER_FLOP
+    copy_tile_ns: float = 0.0
+    copy_tile_input_factor: float = 1.0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -148,7 +162,8 @@ class Coefficients:
                             tuple((op, round(ns, 2)) for op, ns in self.in_place),
                             self.reduce_variadic_min_span,
                             round(self.dot_operand_ns_per_flop, 4),
-                            round(self.dot_result_ns_per_flop, 4))
+                            round(self.dot_result_ns_per_flop, 4), round(self.copy_tile_ns, 2),
+                            round(self.copy_tile_input_factor, 2))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -187,6 +202,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
     cache_bandwidth = (max(bandwidth, 1.0 / cache_slope) if cache_slope > 0 else bandwidth)
     read_factor, min_extent, wide_factor = _column_reductions(samples, bandwidth,
                                                               cache_bandwidth)
+    tile_ns = _copy_tiles(samples, "copy_rows")
     return Coefficients(
         bandwidth_gb_per_s=bandwidth,
         cache_bandwidth_gb_per_s=cache_bandwidth,
@@ -205,7 +221,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         standalone_row_ns=_standalone_rows(samples),
         conv_naive_ns_per_flop=_naive_convolution(samples),
         reduce_order_factor=_reduction_order(samples, bandwidth, cache_bandwidth),
-        copy_row_ns=_copy_rows(samples),
+        copy_row_ns=_copy_runs(samples),
         reduce_scalar_factor=_scalar_rows(samples, bandwidth, cache_bandwidth),
         standalone_near=_over_form(samples, "near_", "form_"),
         standalone_major=_over_form(samples, "major_", "mform_"),
@@ -214,6 +230,8 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         reduce_variadic_min_span=_variadic_span(samples),
         dot_operand_ns_per_flop=_dot_form(samples, "dot_operand", DOT_OPERAND_NS_PER_FLOP),
         dot_result_ns_per_flop=_dot_form(samples, "dot_result", DOT_RESULT_NS_PER_FLOP),
+        copy_tile_ns=tile_ns,
+        copy_tile_input_factor=_copy_tiles(samples, "copy_rev", tile_ns),
     )
 
 
@@ -284,14 +302,52 @@ def _scalar_rows(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: f
     return max(0.0, float(np.median(extra))) if extra else 0.0
 
 
-def _copy_rows(samples: Sequence[Sample], op: str = "copy") -> float:
-    """ns a copy (``op``: or a standalone transpose) pays per run of its result's minor dim
-    (see the module docstring; f32)."""
+def _copy_rows(samples: Sequence[Sample], op: str) -> float:
+    """ns an ``op`` (a standalone ``transpose``) pays per run of its result's minor dim:
+    the median over ``C`` of ``(t(op_rows_C) - t(op_wide_C))`` over its ``bytes / (4 C)``
+    runs (f32)."""
     times = {s.kind: s for s in samples if s.kind.startswith((f"{op}_rows_", f"{op}_wide_"))}
     extra = [(times[f"{op}_rows_{c}"].ns - times[f"{op}_wide_{c}"].ns)
              / (times[f"{op}_rows_{c}"].bytes / (4 * c))
              for c in sorted(int(k.rsplit("_", 1)[1]) for k in times if k.startswith(f"{op}_rows_"))
              if f"{op}_wide_{c}" in times]
+    return max(0.0, float(np.median(extra))) if extra else 0.0
+
+
+#: The widest tile edge of XLA:CPU's blocked transpose, in bytes (one AVX register: the
+#: ``tile_bytes`` the fitted target keeps).
+TILE_BYTES = 32
+
+
+def _tile_count(kind: str, extent: int) -> float:
+    src, dst = (parse_shape(text) for text in copy_shapes(kind, extent))
+    tiles = copy_tiles(src, dst, TILE_BYTES)  # type: ignore[arg-type]
+    return 0.0 if tiles is None else tiles.count
+
+
+def _copy_tiles(samples: Sequence[Sample], kind: str, per_tile: float | None = None) -> float:
+    """``copy_tile_ns`` from ``kind`` = ``copy_rows`` (``per_tile`` None), or
+    ``copy_tile_input_factor`` from ``kind`` = ``copy_rev`` (see the module docstring)."""
+    times = {s.kind: s.ns for s in samples if s.kind.startswith((f"{kind}_", "copy_wide_"))}
+    found = []
+    for c in sorted(int(k.rsplit("_", 1)[1]) for k in times if k.startswith(f"{kind}_")):
+        more = _tile_count(kind, c) - _tile_count("copy_wide", c)
+        if f"copy_wide_{c}" in times and more > 0:
+            found.append((times[f"{kind}_{c}"] - times[f"copy_wide_{c}"]) / more)
+    if per_tile is None:
+        return max(0.0, float(np.median(found))) if found else 0.0
+    if not found or not per_tile:
+        return 1.0
+    return max(0.0, float(np.median(found)) / per_tile)
+
+
+def _copy_runs(samples: Sequence[Sample]) -> float:
+    """``copy_row_ns``: ns a copy whose minor dim stays pays per run (see the module
+    docstring)."""
+    times = {s.kind: s.ns for s in samples if s.kind.startswith(("copy_runs_", "copy_wide_"))}
+    extra = [(times[f"copy_runs_{c}"] - times[f"copy_wide_{c}"]) / (8 * 64 * 64)
+             for c in sorted(int(k.rsplit("_", 1)[1]) for k in times if k.startswith("copy_runs_"))
+             if f"copy_wide_{c}" in times]
     return max(0.0, float(np.median(extra))) if extra else 0.0
 
 

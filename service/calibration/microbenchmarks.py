@@ -39,8 +39,11 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
 - ``row_ordered`` / ``row_misordered``: a 3-D row reduction with the dim whose loop XLA:CPU
   vectorizes minor, or another reduced dim (:data:`ORDER_CASES`);
 - ``copy_rows_C`` / ``copy_wide_C``: ``f32[8,64,64,C]{2,3,1,0}`` copied with ``C`` (1-6
-  elements) or a 64-element dim as the result's minor dim: the same bytes, in runs of ``C``
-  or of 64 elements (XLA:CPU's copy loop pays per run of its innermost loop);
+  elements) or a 64-element dim as the result's minor dim: the same bytes, through XLA:CPU's
+  blocked transpose in tiles that ``C`` bounds, or in 8x8 tiles;
+- ``copy_rev_C`` / ``copy_runs_C``: ``f32[8,64,64,C]{3,2,1,0}`` (``C`` minor) copied to a
+  64-element minor dim (tiles that the source's ``C`` bounds) or with only major dims moving
+  (runs of ``C`` elements, one ``memcpy`` each);
 - ``form_S`` / ``near_S``: ``f32[n,m]{1,0}`` (``S`` = ``nxm``, ``m`` at most 128: the
   innermost loop reads the operand fewer than :data:`NEAR_STRIDE` bytes apart) transposed to
   ``[m,n]{1,0}`` in XLA's form (a transpose that is a bitcast, then a copy) and as one
@@ -316,30 +319,40 @@ def reduction_order_group(dims: tuple[int, ...], reduced: tuple[int, ...], order
     return Group(f"f32[{text}] reduce over {reduced} order", tuple(benches))
 
 
+#: Layouts of ``f32[8,64,64,C]`` in the copy-rows and copy-runs groups: each kind's source
+#: and result (``copy_rows``: the result's minor dim is ``C``; ``copy_wide``: both minor dims
+#: have 64 elements; ``copy_rev``: the source's minor dim is ``C``; ``copy_runs``: both keep
+#: ``C`` minor, the major dims move).
+COPY_LAYOUTS = {"copy_rows": ("{2,3,1,0}", "{3,2,1,0}"), "copy_wide": ("{2,3,1,0}", "{1,2,3,0}"),
+                "copy_rev": ("{3,2,1,0}", "{2,3,1,0}"), "copy_runs": ("{3,2,1,0}", "{3,1,2,0}")}
+
+
+def copy_shapes(kind: str, extent: int) -> tuple[str, str]:
+    """The source and result shapes (text) of a copy-rows or copy-runs group's ``kind``."""
+    src, dst = COPY_LAYOUTS[kind]
+    return f"f32[8,64,64,{extent}]{src}", f"f32[8,64,64,{extent}]{dst}"
+
+
 #: Extents of the result's minor dim in the copy-rows groups.
 #: 1: the copy to ``{3,2,1,0}`` moves no element (the layouts differ only in where the size-1
 #: dim sits), yet its loop runs once per element (the minor dim's loop has one iteration).
 ROW_EXTENTS = (1, 2, 3, 4, 6)
 
 
-def copy_rows_group(extent: int, outer: int = 8 * 64 * 64) -> Group:
+def copy_rows_group(extent: int) -> Group:
     """``f32[8,64,64,extent]`` laid out ``{2,3,1,0}`` copied so that ``extent`` is the result's
-    minor dim (``copy_rows_<extent>``: ``outer`` runs of ``extent`` elements) and so that a
-    64-element dim is (``copy_wide_<extent>``: the same bytes moved, 64 times fewer runs),
-    with a base module of the same parameter."""
+    minor dim (``copy_rows_<extent>``: tiles that ``extent`` bounds) and so that a 64-element
+    dim is (``copy_wide_<extent>``: the same bytes moved in 8x8 tiles), with a base module of
+    the same parameter."""
     shape = f"[8,64,64,{extent}]"
-    p = f"f32{shape}{{2,3,1,0}}"
-    nbytes = outer * extent * 4
+    p = copy_shapes("copy_rows", extent)[0]
+    nbytes = 8 * 64 * 64 * extent * 4
     one = "f32[1,1,1,1]{3,2,1,0}"
     benches = [Bench("base", f"base_rows{extent}", _module(
         f"base_rows{extent}", [p], [f"%p = {p} parameter(0)",
                                     f"ROOT %s = {one} slice(%p), "
                                     "slice={[0:1], [0:1], [0:1], [0:1]}"], one), nbytes, "f32")]
-    for kind, layout in (("copy_wide", "{1,2,3,0}"), ("copy_rows", "{3,2,1,0}")):
-        label = f"{kind}_{extent}_f32"
-        body = [f"%p = {p} parameter(0)", f"ROOT %c = f32{shape}{layout} copy(%p)"]
-        benches.append(Bench(f"{kind}_{extent}", label,
-                             _module(label, [p], body, f"f32{shape}{layout}"), nbytes, "f32"))
+    benches += [_copy_bench(kind, extent) for kind in ("copy_wide", "copy_rows")]
     # The same bytes through standalone transposes of the row-major view of the operand
     # (a bitcast), reading it close: to [8,64,64,C] (runs of C, reading 256 bytes apart) and
     # to [8,C,64,64] (runs of 64).
@@ -352,6 +365,31 @@ def copy_rows_group(extent: int, outer: int = 8 * 64 * 64) -> Group:
         benches.append(Bench(f"{kind}_{extent}", label, _module(label, [p], body, out), nbytes,
                              "f32"))
     return Group(f"f32{shape} copy rows", tuple(benches))
+
+
+def _copy_bench(kind: str, extent: int) -> Bench:
+    src, dst = copy_shapes(kind, extent)
+    label = f"{kind}_{extent}_f32"
+    return Bench(f"{kind}_{extent}", label,
+                 _module(label, [src], [f"%p = {src} parameter(0)", f"ROOT %c = {dst} copy(%p)"],
+                         dst), 8 * 64 * 64 * extent * 4, "f32")
+
+
+def copy_runs_group(extent: int) -> Group:
+    """``f32[8,64,64,extent]{3,2,1,0}`` copied so that the source's minor dim (``extent``
+    elements) becomes a 64-element dim's neighbour (``copy_rev_<extent>``: a blocked
+    transpose whose tiles the short source dim bounds) and so that only major dims move
+    (``copy_runs_<extent>``: ``8 * 64 * 64`` runs of ``extent`` elements), with a base module
+    of the same parameter; the copy-rows group's ``copy_wide`` moves the same bytes."""
+    p = copy_shapes("copy_rev", extent)[0]
+    one = "f32[1,1,1,1]{3,2,1,0}"
+    base = Bench("base", f"base_runs{extent}", _module(
+        f"base_runs{extent}", [p], [f"%p = {p} parameter(0)",
+                                    f"ROOT %s = {one} slice(%p), "
+                                    "slice={[0:1], [0:1], [0:1], [0:1]}"], one),
+        8 * 64 * 64 * extent * 4, "f32")
+    return Group(f"f32[8,64,64,{extent}] copy runs",
+                 (base, *(_copy_bench(kind, extent) for kind in ("copy_rev", "copy_runs"))))
 
 
 def convolution_group(batch: int = 8, size: int = 32, features: int = 16) -> Group:
@@ -513,6 +551,7 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [variadic_span_group(w) for w in (SPAN_WIDTHS[2::2] if quick else SPAN_WIDTHS)]
     out += [reduction_order_group(*case) for case in (ORDER_CASES[1:2] if quick else ORDER_CASES)]
     out += [copy_rows_group(c) for c in (ROW_EXTENTS[2:3] if quick else ROW_EXTENTS)]
+    out += [copy_runs_group(c) for c in (ROW_EXTENTS[2:3] if quick else ROW_EXTENTS[1:])]
     out += [near_transpose_group(n, m) for n, m in (NEAR_SHAPES[:1] if quick else NEAR_SHAPES)]
     out += [major_transpose_group(*s) for s in (MAJOR_SHAPES[:1] if quick else MAJOR_SHAPES)]
     out += [in_place_group(op) for op in (IN_PLACE_OPS[:1] if quick else IN_PLACE_OPS)]

@@ -47,6 +47,37 @@ class Calibration:
     coefficients: Coefficients | DeviceCoefficients  # the second for an accelerator
     measured: tuple[Measured, ...]
     note: str = ""  # how the measurements came together, when not from one run
+    #: The host's level-1 data cache (sets, ways, line bytes), read from the system.
+    cache: tuple[int, int, int] | None = None
+
+
+#: Where Linux describes the host's caches.
+CACHES = "/sys/devices/system/cpu/cpu0/cache"
+
+
+def cache_geometry(root: str = CACHES, level: int = 1) -> tuple[int, int, int] | None:
+    """The sets, ways and line bytes of the host's cache at ``level`` (the first ``index*``
+    of that level holding data) as the system reports them, or ``None`` where it does not.
+    Level 1 by default: the cache whose sets decide whether a standalone transpose's reads
+    stream (:class:`hlo.target.CacheGeometry`; measured: 256 reads 1 KiB apart, which fit
+    this host's level-2 sets but not its level-1 ones, ran 2.5x XLA's form, as slow as the
+    ones that fit neither)."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return None
+    for name in names:
+        try:
+            def read(field: str, folder: str = name) -> str:
+                with open(os.path.join(root, folder, field)) as f:
+                    return f.read().strip()
+            if read("level") == str(level) and read("type") in ("Data", "Unified"):
+                found = (int(read("number_of_sets")), int(read("ways_of_associativity")),
+                         int(read("coherency_line_size")))
+                return found if min(found) > 0 else None
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def machine_description() -> str:
@@ -103,7 +134,8 @@ def calibrate(*, platform: str = "cpu", reps: int = 7, quick: bool = False,
               progress: Callable[[str], None] | None = None) -> Calibration:
     """Run every group and fit; raises :class:`XlaError` when a microbenchmark cannot run."""
     measured, machine = measure(platform=platform, reps=reps, quick=quick, progress=progress)
-    return fitted(platform, machine, _now(), _load(), reps, measured)
+    return fitted(platform, machine, _now(), _load(), reps, measured,
+                  cache_geometry() if platform == "cpu" else None)
 
 
 def _now() -> str:
@@ -116,7 +148,7 @@ def _load() -> tuple[float, float, float]:
 
 
 def fitted(platform: str, machine: str, date: str, load: tuple[float, float, float], reps: int,
-           measured: list[Measured]) -> Calibration:
+           measured: list[Measured], cache: tuple[int, int, int] | None = None) -> Calibration:
     """The calibration of these measurements (medians; ``own_ns`` is recomputed).
 
     The fixed cost of running a module, subtracted from every median: on ``cpu`` the
@@ -137,7 +169,8 @@ def fitted(platform: str, machine: str, date: str, load: tuple[float, float, flo
     else:
         found = fit_device(samples)
         coefficients = dataclasses.replace(found, base=found.base.rounded())
-    return Calibration(platform, machine, date, load, reps, coefficients, tuple(measured))
+    return Calibration(platform, machine, date, load, reps, coefficients, tuple(measured),
+                       cache=cache)
 
 
 def to_json(calibration: Calibration) -> dict:
@@ -145,6 +178,7 @@ def to_json(calibration: Calibration) -> dict:
     return {**record(calibration.platform, calibration.machine, calibration.measured,
                      calibration.reps, calibration.date, calibration.load_average,
                      calibration.note),
+            "cache": None if calibration.cache is None else list(calibration.cache),
             "coefficients": dataclasses.asdict(calibration.coefficients)}
 
 
@@ -156,6 +190,8 @@ def record(platform: str, machine: str, measured: Sequence[Measured], reps: int,
         "platform": platform, "machine": machine, "date": date or _now(),
         "load_average": list(load if load is not None else _load()), "reps": reps,
         "coefficients": None, "note": note,
+        "cache": (None if platform != "cpu" or (geometry := cache_geometry()) is None
+                  else list(geometry)),
         "measured": [{"label": m.label, "kind": m.kind, "dtype": m.dtype, "bytes": m.bytes,
                       "median_ms": m.median_ms, "own_ns": m.own_ns, "group": m.group}
                      for m in measured],
@@ -167,6 +203,10 @@ def from_json(data: dict) -> Calibration:
     of this version, not the one that wrote them); ``ValueError`` when they are incomplete
     (:class:`~service.calibration.fit.FitError` when a kind the fit needs is missing)."""
     try:
+        cache = data.get("cache")
+        geometry = (None if cache is None else tuple(int(x) for x in cache))
+        if geometry is not None and (len(geometry) != 3 or min(geometry) <= 0):
+            raise ValueError(f"a cache of {cache} is not sets, ways and line bytes")
         # Written without group names (before they were recorded): this version's groups
         # of the platform, by label.
         known = {b.label: g.name for g in groups(False, str(data["platform"])) for b in g.benches}
@@ -183,6 +223,7 @@ def from_json(data: dict) -> Calibration:
             raise ValueError("three load averages and at least one base module are needed")
         return dataclasses.replace(
             fitted(str(data["platform"]), str(data["machine"]), str(data["date"]), load,  # type: ignore[arg-type]
-                   int(data["reps"]), measured), note=str(data.get("note") or ""))
+                   int(data["reps"]), measured, geometry),  # type: ignore[arg-type]
+            note=str(data.get("note") or ""))
     except (KeyError, TypeError) as err:
         raise ValueError(f"not a calibration written by calibrate --json: {err!r}") from None

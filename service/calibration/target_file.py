@@ -11,7 +11,8 @@ import numpy as np
 
 from hlo.shape import element_bits
 
-from service.calibration.fit import CACHE_BYTES, NARROW_STRIDE, WIDE_STRIDE, DeviceCoefficients
+from service.calibration.fit import (CACHE_BYTES, NARROW_STRIDE, TILE_BYTES, WIDE_STRIDE,
+                                     DeviceCoefficients)
 from service.calibration.microbenchmarks import NEAR_MIN_BYTES, NEAR_STRIDE
 from service.calibration.run import Calibration
 
@@ -39,7 +40,7 @@ cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
 tileable_minor_dims = 0
-calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a relayout {c.copy_row_ns} ns more per run of its result's minor dim (every element a run where that dim has size 1{standalone_rows_note}); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}{in_place_note}. {n} samples."
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a copy that keeps its minor dim {c.copy_row_ns} ns more per run of it{standalone_rows_note}; one that moves it (a blocked transpose) {c.copy_tile_ns} ns per tile ({c.copy_tile_input_factor}x where the source's minor dim is the shorter; every element a tile where the result's minor dim has size 1); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}{in_place_note}. {n} samples."
 
 [transpose]
 minor_moving = {c.minor_moving}
@@ -53,12 +54,15 @@ standalone_near_min_bytes = {near_min_bytes}
 standalone_full_stride = {full_stride}{standalone_rows}
 standalone_major = {c.standalone_major}
 note = "Slopes of XLA:CPU copy and transpose times against bytes, relative to a plain copy."
-
+{cache}
 [copies]
 factor = 1.0
 fixed_ns = {c.fixed_ns}
 inline_relayout = {c.inline_relayout}
 row_ns = {c.copy_row_ns}
+tile_ns = {c.copy_tile_ns}
+tile_input_factor = {c.copy_tile_input_factor}
+tile_bytes = {tile_bytes}
 padding_counts = true
 {in_place}
 [[op_rules]]
@@ -96,6 +100,15 @@ note = "XLA:CPU's unfused reduce runs one of the two forms (minor dim kept or re
 '''
 
 
+def _cache(geometry: tuple[int, int, int] | None) -> str:
+    """The ``[transpose.cache]`` section (the host's level-1 data cache), or nothing."""
+    if geometry is None:
+        return ""
+    sets, ways, line = geometry
+    return (f"\n# The level-1 data cache of the calibration machine, as its system reports it.\n"
+            f"[transpose.cache]\nsets = {sets}\nways = {ways}\nline_bytes = {line}\n")
+
+
 def target_toml(calibration: Calibration) -> str:
     """The TOML text (it loads as a target: the CLI checks that before writing it)."""
     if isinstance(calibration.coefficients, DeviceCoefficients):
@@ -114,7 +127,9 @@ def target_toml(calibration: Calibration) -> str:
                                 f"{STANDALONE_MIN_STRIDE} bytes {c.standalone_row_ns} ns"),
                             standalone_rows=("" if c.standalone_row_ns is None else
                                              f"\nstandalone_row_ns = {c.standalone_row_ns}"),
-                            cache_bytes=CACHE_BYTES, in_place=_in_place(c.in_place),
+                            cache_bytes=CACHE_BYTES, tile_bytes=TILE_BYTES,
+                            cache=_cache(calibration.cache),
+                            in_place=_in_place(c.in_place),
                             in_place_note=_in_place_note(c.in_place),
                             extent_note=(f" when each result element reads at least "
                                          f"{c.reduce_min_extent} elements"

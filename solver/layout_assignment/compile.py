@@ -207,6 +207,8 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
     if rel.kind == "reshape" and slower != 1.0 and stride < target.transpose.standalone_min_stride:
         why += (f": its innermost loop reads {stride} bytes apart, close enough to cost what "
                 "the copy costs")
+    elif rel.kind == "reshape" and slower != 1.0 and (streams := _streams(target, stride, dst)):
+        why += f": {streams}"
     elif rel.kind == "reshape" and slower != 1.0:
         slower = _by_stride(target, slower, stride)
         ns *= slower
@@ -238,17 +240,19 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
                       cu: Candidate, cv: Candidate) -> tuple[Candidate, int, str, int, str]:
     """The operand layout that makes the transpose a bitcast; XLA's form (a copy to it, then
     the bitcast) and the standalone transpose, each ``(ns, reason)``. A standalone transpose
-    costs the copy doing its movement times ``standalone`` at its read stride
-    (:func:`_by_stride`); one reading closer than ``standalone_min_stride`` costs the copy,
-    or ``standalone_near`` times it where it swaps the only two dims with more than one
-    element and its operand has ``standalone_near_min_bytes`` or more (measured: 2-D from
-    64 KiB, 1.1-1.5x XLA's form; 16 KiB 0.6-0.9x; with a third dim, 0.1-0.9x), and with a
-    third dim without the copy's per-run cost (``standalone_row_ns`` per run instead). One
-    moving only major dims (reading rows contiguously) costs ``standalone_major`` times XLA's
-    form of it."""
+    costs the copy's passes doing its movement (its own loop: per run of the result's minor
+    dim ``standalone_row_ns``, unset the copy's ``row_ns``; never the copy's blocked-transpose
+    tiles) times ``standalone`` at its read stride (:func:`_by_stride`) where its reads do
+    not stream through the cache (:func:`_streams`);
+    one reading closer than ``standalone_min_stride`` costs that, or ``standalone_near``
+    times XLA's form where it swaps the only two dims with more than one element and its
+    operand has ``standalone_near_min_bytes`` or more (measured: 2-D from 64 KiB, 1.1-1.5x
+    XLA's form; 16 KiB 0.6-0.9x; with a third dim, 0.1-0.9x). One moving only major dims
+    (reading rows contiguously) costs ``standalone_major`` times XLA's form of it."""
     target = cm.target.transpose
     want = Candidate(tuple(rel.dims[d] for d in cv.minor_to_major))
-    ns, why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "")
+    laid = cm.laid_out(rel.shape, want)
+    ns, why = cm.conversion(src, cu.format, laid, "")
     stride = _read_stride(src, dst, rel.dims)
     if target.standalone == 1.0:
         return want, ns, why, ns, f"transpose moves data: {why}"
@@ -261,30 +265,30 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
             f"transpose moves data: {why}; x{target.standalone_major:.3g}: a standalone "
             "transpose moving only major dims (it reads rows contiguously), against XLA's "
             "form of it (a bitcast transpose and a copy)")
+    dims = _dims_over_one(src)
+    # XLA:CPU's elementwise loop does not pay per run of a short minor dim as its copy loop
+    # does (measured, the copy-rows calibration groups), nor does it tile.
+    own = (cm.target.copies.row_ns if target.standalone_row_ns is None
+           else target.standalone_row_ns)
+    base, base_why = cm.conversion(src, cu.format, laid, "", row_ns=own)
     if stride < target.standalone_min_stride:
-        dims = _dims_over_one(src)
         near = dims == 2 and physical_bytes(src) >= target.standalone_near_min_bytes
-        slower = target.standalone_near if near else 1.0
-        if slower == 1.0 and target.standalone_row_ns is not None and dims > 2:
-            # XLA:CPU's elementwise loop does not pay per run of a short minor dim as its
-            # copy loop does (measured, the copy-rows calibration groups; 2-D ones aside).
-            alone, alone_why = cm.conversion(src, cu.format, cm.laid_out(rel.shape, want), "",
-                                             row_ns=target.standalone_row_ns)
-            return want, ns, why, alone, (
-                f"transpose moves data: {alone_why}; its innermost loop reads {stride} bytes "
-                f"apart, close enough to cost what the copy costs with "
-                f"{target.standalone_row_ns:g} ns per run (a standalone loop)")
-        if slower == 1.0:
-            return want, ns, why, ns, (f"transpose moves data: {why}; its innermost loop reads "
-                                       f"{stride} bytes apart, close enough to cost what the "
-                                       "copy costs")
-        return want, ns, why, math.ceil(ns * slower), (
-            f"transpose moves data: {why}; x{slower:.3g}: a standalone 2-D transpose reading "
-            f"{stride} bytes apart, against a copy doing the same movement")
+        if near and target.standalone_near != 1.0:
+            return want, ns, why, math.ceil(ns * target.standalone_near), (
+                f"transpose moves data: {why}; x{target.standalone_near:.3g}: a standalone 2-D "
+                f"transpose reading {stride} bytes apart, against a copy doing the same "
+                "movement")
+        return want, ns, why, base, (
+            f"transpose moves data: {base_why}; its innermost loop reads {stride} bytes "
+            f"apart, close enough to cost the copy's passes with {own:g} ns per run (a "
+            "standalone loop)")
+    streams = _streams(cm.target, stride, dst)
+    if streams:
+        return want, ns, why, base, f"transpose moves data: {base_why}; {streams}"
     slower = _by_stride(cm.target, target.standalone, stride)
-    return want, ns, why, math.ceil(ns * slower), (
-        f"transpose moves data: {why}; x{slower:.3g}: a standalone transpose, slower than a "
-        f"copy doing the same movement (reads {stride} bytes apart)")
+    return want, ns, why, math.ceil(base * slower), (
+        f"transpose moves data: {base_why}; x{slower:.3g}: a standalone transpose, slower than "
+        f"a copy doing the same movement (reads {stride} bytes apart)")
 
 
 def _dims_over_one(shape: ArrayShape) -> int:
@@ -634,6 +638,21 @@ def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
             where = rel.instruction or "ROOT"
             terms.append(Term(kind, rel.computation, where, nbytes, ns, reason))
     return sum(t.ns for t in terms), terms, broken
+
+
+def _streams(target, stride: int, dst: ArrayShape) -> str:
+    """Why a standalone loop over ``dst`` (laid out) reading ``stride`` bytes apart streams
+    through the target's cache (:meth:`hlo.target.CacheGeometry.holds`: the reads of one
+    pass of its innermost loop, one per element of the result's minor dim, stay cached until
+    the next pass reads the rest of their lines), or ``""`` where they do not (or the target
+    has no cache geometry)."""
+    cache = target.transpose.cache
+    minor = [d for d in dst.effective_layout().minor_to_major if dst.dims[d] != 1]
+    if cache is None or not minor or not cache.holds(stride, dst.dims[minor[0]]):
+        return ""
+    return (f"its innermost loop's {dst.dims[minor[0]]} reads, {stride} bytes apart, fit the "
+            f"cache ({cache.ways} ways of each of its {cache.sets} sets of {cache.line_bytes}-"
+            "byte lines): it streams, costing the copy's passes")
 
 
 def _by_stride(target, factor: float, stride: int) -> float:

@@ -33,7 +33,8 @@ from hlo.split_layout import fractal_z
 from hlo.target import SharedStaging, Target
 from hlo.tiling import logical_size_bytes, physical_size_bytes
 
-__all__ = ["Candidate", "CostModel", "Term", "padding", "physical_bytes", "FRACTAL_Z", "NC1HWC0"]
+__all__ = ["Candidate", "CostModel", "Term", "Tiles", "copy_tiles", "padding", "physical_bytes",
+           "FRACTAL_Z", "NC1HWC0"]
 
 FRACTAL_Z = "FRACTAL_Z"
 NC1HWC0 = "NC1HWC0"
@@ -163,7 +164,8 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
     nbytes = physical_bytes(src, src_fmt) + physical_bytes(dst, dst_fmt)
     a, b = _nontrivial(src), _nontrivial(dst)
     tiles_a, tiles_b = src.effective_layout().tiles, dst.effective_layout().tiles
-    if a == b and tiles_a == tiles_b and src_fmt == dst_fmt:
+    moves = not (a == b and tiles_a == tiles_b and src_fmt == dst_fmt)
+    if not moves:
         factor, why = 1.0, "moves no element (layouts differ only in size-1 dims)"
     else:
         covered = max(1, len(tiles_a[0].dims) if tiles_a else 1,
@@ -185,9 +187,14 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
                 why = (f"{unit.name} needs {unit.alignment_bytes}-byte aligned rows; "
                        "falls back to a scalar copy")
     ns = target.pass_ns(nbytes) * target.copies.factor * factor + target.copies.fixed_ns
+    if row_ns is None and target.copies.tile_ns and src.effective_layout() != dst.effective_layout():
+        tiled = _tiled(target, src, dst)
+        if tiled is not None:
+            extra, note = tiled
+            return math.ceil(ns + extra), f"{nbytes} bytes, x{factor:g}: {why}{note}"
     per_run = target.copies.row_ns if row_ns is None else row_ns
     unit = _unit_minor(dst) and src.effective_layout() != dst.effective_layout()
-    rows = _rows(dst) if (factor != 1.0 or unit) and per_run else 0
+    rows = _rows(dst) if (moves or unit) and per_run else 0
     if rows:
         ns += rows * per_run
         run = 1 if unit else dst.dims[b[0]]
@@ -195,6 +202,62 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
                 + (", a size-1 dim: XLA:CPU's loop runs once per element" if unit else "")
                 + f"), {per_run:g} ns each")
     return math.ceil(ns), f"{nbytes} bytes, x{factor:g}: {why}"
+
+
+@dataclass(frozen=True, slots=True)
+class Tiles:
+    """How XLA:CPU's copy runs a relayout as a blocked transpose (:class:`hlo.target.CopyCost`
+    ``tile_ns``): ``count`` square tiles of ``edge`` x ``edge`` elements (the elements past
+    the last whole tile, ``rest``, one per tile), between a source minor dim of ``source``
+    elements and a result minor dim of ``result``."""
+
+    count: float
+    edge: int
+    source: int
+    result: int
+    rest: int
+
+
+def copy_tiles(src: ArrayShape, dst: ArrayShape, tile_bytes: int) -> Tiles | None:
+    """The tiles of the copy from ``src`` to ``dst`` (both laid out), or ``None`` where their
+    physically minor dims are the same dim (the copy moves runs; a size-1 dim counts as the
+    result's minor dim, the source's where it is minor in both) or the elements are narrower
+    than a byte (packed: not a blocked transpose). The edge is the largest
+    power of two at most both minor extents and ``tile_bytes`` of elements (at most 16).
+
+    >>> from hlo.parser import parse_shape
+    >>> copy_tiles(parse_shape("f32[8,64,64,3]{2,3,1,0}"), parse_shape("f32[8,64,64,3]{3,2,1,0}"), 32)
+    Tiles(count=49152.0, edge=2, source=64, result=3, rest=32768)
+    """
+    order_a = src.effective_layout().minor_to_major
+    order_b = dst.effective_layout().minor_to_major
+    if not order_b or not dst.element_count or element_bits(src.element_type) % 8:
+        return None
+    nontrivial = [d for d in order_a if src.dims[d] != 1]
+    minor_a = order_a[0] if order_a[0] == order_b[0] or not nontrivial else nontrivial[0]
+    if minor_a == order_b[0]:
+        return None
+    source, result = src.dims[minor_a], dst.dims[order_b[0]]
+    limit = max(1, min(16, tile_bytes // max(1, element_bytes(src.element_type))))
+    edge = 1 << (min(source, result, limit).bit_length() - 1)
+    whole = (source // edge * edge) * (result // edge * edge)
+    count = dst.element_count
+    rest = count - count * whole // (source * result)
+    return Tiles((count - rest) / (edge * edge) + rest, edge, source, result, rest)
+
+
+def _tiled(target: Target, src: ArrayShape, dst: ArrayShape) -> tuple[float, str] | None:
+    """``(ns, note)`` of a copy that runs as a blocked transpose, or ``None`` where it moves
+    runs (:func:`copy_tiles`)."""
+    copies = target.copies
+    tiles = copy_tiles(src, dst, copies.tile_bytes)
+    if tiles is None:
+        return None
+    each = copies.tile_ns * (copies.tile_input_factor if tiles.source < tiles.result else 1.0)
+    rest = f", {tiles.rest} elements past whole tiles" if tiles.rest else ""
+    return tiles.count * each, (
+        f"; a blocked transpose between {tiles.source}- and {tiles.result}-element minor dims "
+        f"in {tiles.edge}x{tiles.edge} tiles{rest}: {tiles.count:.0f} tiles, {each:g} ns each")
 
 
 def _rows(dst: ArrayShape) -> int:

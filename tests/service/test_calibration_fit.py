@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import written_target
 
-from service.calibration.fit import FitError, Sample, _copy_rows, _standalone_rows, fit
+from service.calibration.fit import FitError, Sample, _standalone_rows, fit
 
 TRUE = {"bandwidth": 12.5, "fixed": 800.0, "minor": 3.5, "major": 1.25, "standalone": 4.0,
         "read": 0.45, "row": 0.09, "reshape": 6.0, "inline": 2.5}
@@ -162,17 +162,53 @@ def test_the_reduction_order_factor_is_the_extra_passes_of_the_misordered_row_re
     assert rule.params["order_factor"] == 8.0
 
 
-def test_the_copy_row_cost_is_the_extra_time_per_run_of_the_minor_dim():
-    # Runs of C elements of f32: bytes / (4 C) runs; each costs 1.5 ns more (exact), and
-    # a group with a 9 ns outlier does not move the median of four.
+#: Blocked-transpose tiles of the copy-rows and copy-runs groups' copies of f32[8,64,64,C],
+#: counted by hand: 2x2 tiles between 64 and 2 or 3 elements (the third of 3 one per tile),
+#: 4x4 between 64 and 4 or 6 (the last 2 of 6 one per tile), 8x8 between 64 and 64.
+TILES = {2: 16384, 3: 32768 * 3 * 2 // 3 // 4 + 32768, 4: 8192, 6: 32768 * 6 * 4 // 6 // 16 + 65536}
+WIDE_TILES = {c: 32768 * c // 64 for c in TILES}
+
+
+def test_the_copy_tile_cost_is_the_extra_time_per_tile_of_the_blocked_transpose():
+    # 4 ns per tile in three groups; a 40 ns outlier does not move the median of four.
+    from service.calibration.fit import _copy_tiles
+
     samples = []
-    for c, extra in ((2, 1.5), (3, 1.5), (4, 9.0), (6, 1.5)):
+    for c, each in ((2, 4.0), (3, 4.0), (4, 40.0), (6, 4.0)):
         nbytes = 32768 * c * 4
-        samples += [Sample(f"copy_wide_{c}", nbytes, 1e4), Sample(f"copy_rows_{c}", nbytes,
-                                                                  1e4 + extra * 32768)]
-    assert _copy_rows(samples) == pytest.approx(1.5)
-    assert _copy_rows([]) == 0.0
+        samples += [Sample(f"copy_wide_{c}", nbytes, 1e4),
+                    Sample(f"copy_rows_{c}", nbytes, 1e4 + each * (TILES[c] - WIDE_TILES[c]))]
+    assert _copy_tiles(samples, "copy_rows") == pytest.approx(4.0)
+    assert _copy_tiles([], "copy_rows") == 0.0
+    # Tiles bounded by the source's short minor dim cost a quarter as much.
+    rev = samples + [Sample(f"copy_rev_{c}", 32768 * c * 4,
+                            1e4 + 1.0 * (TILES[c] - WIDE_TILES[c])) for c in (2, 3, 6)]
+    assert _copy_tiles(rev, "copy_rev", 4.0) == pytest.approx(0.25)
+    assert _copy_tiles(samples, "copy_rev", 4.0) == 1.0
+    c = fit(synthetic() + rev)
+    assert (c.copy_tile_ns, c.copy_tile_input_factor) == (pytest.approx(4.0), pytest.approx(0.25))
+
+
+def test_the_copy_run_cost_is_the_extra_time_per_memcpy_run():
+    # 8 x 64 x 64 runs of C elements; each costs 3 ns more than the wide copy's share (exact).
+    from service.calibration.fit import _copy_runs
+
+    samples = []
+    for c in (2, 3, 4, 6):
+        nbytes = 32768 * c * 4
+        samples += [Sample(f"copy_wide_{c}", nbytes, 1e4),
+                    Sample(f"copy_runs_{c}", nbytes, 1e4 + 3.0 * 32768)]
+    assert _copy_runs(samples) == pytest.approx(3.0)
+    assert _copy_runs([]) == 0.0
     assert fit(synthetic()).copy_row_ns == 0.0
+
+
+def test_a_fitted_target_keeps_the_copy_tiles(tmp_path):
+    c = dataclasses.replace(fit(synthetic()), copy_tile_ns=3.5, copy_tile_input_factor=0.3,
+                            copy_row_ns=2.5)
+    copies = written_target(tmp_path, c).copies
+    assert (copies.tile_ns, copies.tile_input_factor, copies.tile_bytes, copies.row_ns) == (
+        3.5, 0.3, 32, 2.5)
 
 
 def test_the_scalar_row_factor_is_the_extra_passes_of_a_maximum_row_reduction():
@@ -368,3 +404,48 @@ def test_the_dot_forms_give_the_extra_ns_per_flop_and_reach_the_target(tmp_path)
     assert forms == [((1, 0), (1, 0), (1, 0)), ((0, 1), (1, 0), (1, 0)),
                      ((1, 0), (0, 1), (1, 0)), ((1, 0), (1, 0), (0, 1))]
     assert {b.bytes for b in group.benches} == {2 * 64 * 256 * 256}
+
+
+def _cache_dir(root, index: int, **fields) -> None:
+    folder = root / f"index{index}"
+    folder.mkdir(parents=True)
+    for name, value in fields.items():
+        (folder / name).write_text(f"{value}\n")
+
+
+def test_the_host_cache_is_read_from_the_system_description(tmp_path):
+    from service.calibration.run import cache_geometry
+
+    _cache_dir(tmp_path, 0, level=1, type="Instruction", number_of_sets=128,
+               ways_of_associativity=4, coherency_line_size=64)
+    _cache_dir(tmp_path, 1, level=1, type="Data", number_of_sets=64,
+               ways_of_associativity=12, coherency_line_size=64)
+    _cache_dir(tmp_path, 2, level=2, type="Unified", number_of_sets=2048,
+               ways_of_associativity=16, coherency_line_size=64)
+    assert cache_geometry(str(tmp_path)) == (64, 12, 64)
+    assert cache_geometry(str(tmp_path), level=2) == (2048, 16, 64)
+    assert cache_geometry(str(tmp_path / "absent")) is None
+    broken = tmp_path / "broken"
+    _cache_dir(broken, 0, level=1, type="Data", number_of_sets="many",
+               ways_of_associativity=8, coherency_line_size=64)
+    assert cache_geometry(str(broken)) is None
+
+
+def test_a_fitted_target_keeps_the_host_cache_and_reads_it_back(tmp_path):
+    from hlo.target import load_target, read_target_file
+    from service.calibration.run import Calibration, from_json, to_json
+    from service.calibration.target_file import target_toml
+
+    calibration = Calibration("cpu", "m", "2026-01-01 00:00 UTC", (1.0, 1.0, 1.0), 5,
+                              fit(synthetic()), (), cache=(64, 12, 64))
+    path = tmp_path / "cpu.toml"
+    path.write_text(target_toml(calibration))
+    cache = load_target(read_target_file(path)).transpose.cache
+    assert (cache.sets, cache.ways, cache.line_bytes) == (64, 12, 64)
+    path.write_text(target_toml(dataclasses.replace(calibration, cache=None)))
+    assert load_target(read_target_file(path)).transpose.cache is None
+    data = to_json(calibration)
+    assert data["cache"] == [64, 12, 64]
+    data["cache"] = [64, 0, 64]
+    with pytest.raises(ValueError, match="not sets, ways and line bytes"):
+        from_json(data)

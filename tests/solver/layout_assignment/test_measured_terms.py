@@ -36,12 +36,22 @@ ENTRY e {
 """
 
 
-def test_a_standalone_transpose_costs_the_copy_times_the_standalone_factor():
+def untiled(cpu, row_ns: float | None = None):
+    """``cpu`` without the copy's blocked-transpose tiles (a copy pays per run instead:
+    ``row_ns`` where given)."""
+    update = {"tile_ns": 0.0} if row_ns is None else {"tile_ns": 0.0, "row_ns": row_ns}
+    return cpu.model_copy(update={"copies": cpu.copies.model_copy(update=update)})
+
+
+def test_a_standalone_transpose_costs_the_copys_passes_times_the_standalone_factor():
+    # Its 256 reads, 2 KiB apart, fall on 2 of the cache's 64 sets: they do not stay cached.
     cpu = load_target("cpu")
     copy = score(parse_module(BITCAST_AND_COPY), cpu)
+    passes = score(parse_module(BITCAST_AND_COPY), untiled(cpu, cpu.transpose.standalone_row_ns))
     standalone = score(parse_module(STANDALONE), cpu)
-    assert copy.total > 0
-    assert standalone.total == math.ceil(copy.total * cpu.transpose.standalone)
+    # XLA's copy: a blocked transpose in 8x8 tiles (512 x 256 / 64 of them).
+    assert abs(copy.total - (passes.total + 2048 * cpu.copies.tile_ns)) <= 2
+    assert standalone.total == math.ceil(passes.total * cpu.transpose.standalone)
     assert "standalone transpose" in standalone.terms[0].reason
 
 
@@ -180,18 +190,43 @@ ENTRY e {
 """
 
 
-def test_a_copy_pays_per_run_of_its_results_minor_dim():
+def test_a_copy_moving_the_minor_dim_pays_per_tile_of_its_blocked_transpose():
+    # XLA:CPU's copy transposes in square tiles no wider than both minor dims: 2x2 ones
+    # between 64 and 3 elements, the third element of each row one per tile (98304 * 2/3 / 4
+    # + 32768 = 49152 tiles); 8x8 ones between 64 and 64 (98304 / 64 = 1536).
     cpu = load_target("cpu")
-    assert cpu.copies.row_ns > 0
+    assert cpu.copies.tile_ns > 0 and cpu.copies.tile_bytes == 32
     tiny = score(parse_module(ROWS.replace("OUT", "3,2,1,0")), cpu)
     wide = score(parse_module(ROWS.replace("OUT", "1,2,3,0")), cpu)
-    runs_tiny, runs_wide = 8 * 64 * 64, 8 * 64 * 3
-    assert tiny.total - wide.total == math.ceil(tiny.total - wide.total)
-    assert abs((tiny.total - wide.total) - cpu.copies.row_ns * (runs_tiny - runs_wide)) <= 2
-    assert "runs of its result's minor dim (3 elements)" in tiny.terms[0].reason
-    # A plain copy (nothing moves) pays no runs.
+    assert abs((tiny.total - wide.total) - cpu.copies.tile_ns * (49152 - 1536)) <= 2
+    assert "in 2x2 tiles, 32768 elements past whole tiles: 49152 tiles" in tiny.terms[0].reason
+    # A 4-element minor dim fills 4x4 tiles (as fast as a wide copy, measured).
+    four = score(parse_module(ROWS.replace("3]", "4]").replace("OUT", "3,2,1,0")), cpu)
+    assert "in 4x4 tiles: 8192 tiles" in four.terms[0].reason
+    # A plain copy (nothing moves) pays no tiles and no runs.
     same = score(parse_module(ROWS.replace("OUT", "2,3,1,0")), cpu)
     assert "runs" not in " ".join(t.reason for t in same.terms)
+    assert "tiles" not in " ".join(t.reason for t in same.terms)
+
+
+def test_a_copy_from_a_short_minor_dim_pays_the_input_factor_per_tile():
+    cpu = load_target("cpu")
+    text = ROWS.replace("{2,3,1,0}", "{3,2,1,0}")
+    rev = score(parse_module(text.replace("OUT", "2,3,1,0")), cpu)
+    passes = score(parse_module(text.replace("OUT", "2,3,1,0")), untiled(cpu))
+    each = cpu.copies.tile_ns * cpu.copies.tile_input_factor
+    assert 0 < cpu.copies.tile_input_factor < 1
+    assert abs(rev.total - (passes.total - 8 * 64 * 3 * cpu.copies.row_ns + 49152 * each)) <= 2
+
+
+def test_a_copy_keeping_its_minor_dim_pays_per_run():
+    # Only major dims move: one memcpy per run of the 3-element minor dim (8 * 64 * 64 runs).
+    cpu = load_target("cpu")
+    text = ROWS.replace("{2,3,1,0}", "{3,2,1,0}")
+    runs = score(parse_module(text.replace("OUT", "3,1,2,0")), cpu)
+    one_pass = cpu.pass_ns(2 * 8 * 64 * 64 * 3 * 4) * cpu.transpose.major_only
+    assert abs(runs.total - (one_pass + 8 * 64 * 64 * cpu.copies.row_ns)) <= 1
+    assert "32768 runs of its result's minor dim (3 elements)" in runs.terms[0].reason
 
 
 def test_assignment_rewrites_a_data_moving_reshape_as_copy_then_bitcast_reshape():
@@ -427,7 +462,8 @@ def test_a_standalone_transpose_reading_close_elements_costs_the_copy_without_it
     assert cpu.transpose.standalone_row_ns == 0.0 < cpu.copies.row_ns
     standalone, copy = _small_stride(cpu)
     assert copy.total > 0
-    assert abs(standalone.total - (copy.total - 8 * 64 * 64 * cpu.copies.row_ns)) <= 1
+    # XLA's copy: 49152 blocked-transpose tiles (64- and 3-element minor dims).
+    assert abs(standalone.total - (copy.total - 49152 * cpu.copies.tile_ns)) <= 1
     assert "256 bytes apart" in standalone.terms[0].reason
 
 
@@ -460,9 +496,11 @@ def test_a_small_close_reading_2d_transpose_costs_the_copy():
     small = CLOSE_LONG.replace("256", "64")
     standalone = score(parse_module(small.replace("TRANSPOSE", "transpose(p), dimensions={1,0}")),
                        cpu)
-    copy = score(parse_module(small.replace("TRANSPOSE", "copy(b)").replace(
-        "  ROOT", "  b = f32[64,64]{0,1} transpose(p), dimensions={1,0}\n  ROOT")), cpu)
-    assert standalone.total == copy.total > 0
+    copy = small.replace("TRANSPOSE", "copy(b)").replace(
+        "  ROOT", "  b = f32[64,64]{0,1} transpose(p), dimensions={1,0}\n  ROOT")
+    # The copy's passes, not its tiles (the standalone loop does not tile, nor pay per run).
+    assert cpu.transpose.standalone_row_ns == 0.0
+    assert standalone.total == score(parse_module(copy), untiled(cpu, 0.0)).total > 0
 
 
 def test_assignment_writes_xlas_form_of_a_transpose_only_where_it_is_priced_cheaper():
@@ -498,7 +536,8 @@ ENTRY e {
     standalone = score(parse_module(square.replace("BODY", "transpose(p), dimensions={1,0}")),
                        cpu)
     copy = score(parse_module(square.replace("BODY", "copy(b)").replace(
-        "  ROOT", "  b = f32[256,256]{0,1} transpose(p), dimensions={1,0}\n  ROOT")), cpu)
+        "  ROOT", "  b = f32[256,256]{0,1} transpose(p), dimensions={1,0}\n  ROOT")),
+        untiled(cpu, 0.0))
     factor = cpu.transpose.standalone * 1024 / 2048
     assert abs(standalone.total - copy.total * factor) <= 1
 
@@ -525,9 +564,10 @@ ENTRY e {
 """
 
 
-def test_a_copy_to_a_size_1_minor_dim_pays_a_run_per_element():
+def test_a_copy_to_a_size_1_minor_dim_pays_a_tile_per_element():
     # Measured: f32[512,512,1] copied from {1,2,0} to {2,1,0} (the same bytes in the same
-    # order) 0.386 ms, 1.47 ns per element; a plain copy 0.025; the other way round 0.025.
+    # order) 0.386 ms, 1.47 ns per element; a plain copy 0.025; the other way round 0.025
+    # (f32[8,64,64,1] the same way, 2026-11-28: 4.6-4.8 ns per element).
     cpu = load_target("cpu")
     plain = score(parse_module(UNIT_MINOR_COPY.replace("SRC", "{2,1,0}").replace(
         "DST", "{2,1,0}")), cpu)
@@ -538,8 +578,8 @@ def test_a_copy_to_a_size_1_minor_dim_pays_a_run_per_element():
     # A copy that moves no element: one pass read + written, as every plain copy is priced.
     one_pass = cpu.pass_ns(2 * 512 * 512 * 4)
     assert abs(from_unit.total - one_pass) <= 1
-    assert abs(to_unit.total - (one_pass + 512 * 512 * cpu.copies.row_ns)) <= 1
-    assert "a size-1 dim" in to_unit.terms[0].reason
+    assert abs(to_unit.total - (one_pass + 512 * 512 * cpu.copies.tile_ns)) <= 1
+    assert "in 1x1 tiles: 262144 tiles" in to_unit.terms[0].reason
     assert plain.total <= from_unit.total
 
 
@@ -572,11 +612,13 @@ def test_a_standalone_transpose_moving_only_major_dims_costs_the_factor_times_xl
     assert "moving only major dims" in standalone.terms[0].reason
     # A transpose that moves the minor dim is not priced by it (the 4-D case above).
     assert "moving only major dims" not in _small_stride(cpu)[0].terms[0].reason
-    # Without the term (a target whose factor is 1) the two forms cost the same.
+    # Without the term (a target whose factor is 1) the two forms cost the same passes; the
+    # copy pays its 8 x 16 memcpy runs of 32 elements, the standalone loop does not.
     same = cpu.model_copy(update={"transpose": cpu.transpose.model_copy(
         update={"standalone_major": 1.0})})
     plain, form = _major_only(same)
-    assert plain.total == form.total == copy.total
+    assert form.total == copy.total
+    assert abs(form.total - plain.total - 128 * cpu.copies.row_ns) <= 1
 
 
 def test_assignment_writes_a_major_only_transpose_standalone():
@@ -620,3 +662,40 @@ def test_a_dot_off_its_physical_nn_form_pays_a_slower_kernel_per_flop():
     assert score(parse_module(_dot("1,0", "0,1", "1,0", 1)), cpu).total == 0
     column_result = score(parse_module(_dot("1,0", "1,0", "0,1", 0)), cpu)
     assert column_result.total == int(flops * result)
+
+
+#: ``f32[n, m]`` transposed: the innermost loop reads ``n`` elements ``4 m`` bytes apart.
+FAR = """HloModule t, entry_computation_layout={(f32[_N,_M]{1,0})->f32[_M,_N]{1,0}}
+ENTRY e {
+  p = f32[_N,_M]{1,0} parameter(0)
+  ROOT t = f32[_M,_N]{1,0} transpose(p), dimensions={1,0}
+}
+"""
+
+
+def test_a_far_reading_transpose_streams_where_its_reads_fit_the_cache_sets():
+    # Measured (bench/transpose_forms.py): [3, 87381] 0.09x XLA's bitcast transpose + copy,
+    # [24, 10922] 0.26x, [8, 32768] 0.41x: their reads fit the 8 ways of the level-1 cache's
+    # sets; [64, 4096] (64 reads 16 KiB apart, all in one set) 1.5-1.6x.
+    cpu = load_target("cpu")
+    cache = cpu.transpose.cache
+    assert (cache.sets, cache.ways, cache.line_bytes) == (64, 8, 64)
+    passes = untiled(cpu, 0.0)
+
+    def prices(n, m):
+        text = FAR.replace("_N", str(n)).replace("_M", str(m))
+        form = text.replace("transpose(p), dimensions={1,0}", "copy(b)").replace(
+            "  ROOT", f"  b = f32[{m},{n}]{{0,1}} transpose(p), dimensions={{1,0}}\n  ROOT")
+        return (score(parse_module(text), cpu), score(parse_module(form), passes).total)
+
+    for n, m in ((3, 87381), (24, 10922), (8, 32768)):
+        standalone, copy_passes = prices(n, m)
+        assert standalone.total == copy_passes, (n, m)
+        assert f"its innermost loop's {n} reads, {4 * m} bytes apart, fit the cache" in (
+            standalone.terms[0].reason)
+    standalone, copy_passes = prices(64, 4096)
+    assert standalone.total == math.ceil(copy_passes * cpu.transpose.standalone)
+    # Without a cache geometry every far read pays the factor.
+    bare = cpu.model_copy(update={"transpose": cpu.transpose.model_copy(update={"cache": None})})
+    text = FAR.replace("_N", "3").replace("_M", "87381")
+    assert score(parse_module(text), bare).total > 5 * prices(3, 87381)[0].total

@@ -140,7 +140,8 @@ def test_slice_copies_its_smaller_result_instead_of_its_operand():
 
 def test_result_layout_reaches_the_root_through_a_copy():
     # XLA copies par0 (f32[4,5]) to {0,1} before the ROOT slice; we slice in {1,0} and
-    # copy the smaller f32[3,4] result into the entry layout {0,1}: cheaper.
+    # copy the smaller f32[3,4] result into the entry layout {0,1}: fewer bytes, though
+    # its 3-element minor dim takes as many blocked-transpose tiles as XLA's copy (no dearer).
     r = _run(GENERIC, "PropagatingLayoutFromResultToOperand", "cpu")
     assert len(_copies(r)) == 1 and _mtm(r.module.entry.root_instruction.shape) == (0, 1)
     xla = _score_text(GENERIC, "Propagating", """
@@ -148,7 +149,7 @@ def test_result_layout_reaches_the_root_through_a_copy():
       c = f32[4,5]{0,1} copy(par0)
       ROOT slice0 = f32[3,4]{0,1} slice(c), slice={[1:4],[1:5]}
     """, "cpu")
-    assert r.objective < xla
+    assert r.objective <= xla
 
 
 def test_convolution_operand_layouts_follow_the_cpu_backend_rule():
