@@ -123,8 +123,8 @@ def target_toml(calibration: Calibration) -> str:
                             full_stride=STANDALONE_FULL_STRIDE,
                             standalone_rows_note=(
                                 "" if c.standalone_row_ns is None else
-                                f"; a standalone transpose of three or more dims reading closer than "
-                                f"{STANDALONE_MIN_STRIDE} bytes {c.standalone_row_ns} ns"),
+                                f"; a standalone transpose {c.standalone_row_ns} ns per run of its "
+                                "result's minor dim (its own loop)"),
                             standalone_rows=("" if c.standalone_row_ns is None else
                                              f"\nstandalone_row_ns = {c.standalone_row_ns}"),
                             cache_bytes=CACHE_BYTES, tile_bytes=TILE_BYTES,
