@@ -12,7 +12,9 @@ and to score a laid-out module (so the two cannot drift apart):
   factor × a movement factor (``minor_moving`` when the most-minor or tiled
   dims change, ``major_only`` when only major dims move, 1 for a relayout that
   moves nothing physically; Ascend: the TTRANS scalar fallback when the source
-  row is not 32-byte aligned) + the per-copy fixed cost.
+  row is not 32-byte aligned) + the per-copy fixed cost; on a target with ``tile_ns``
+  (XLA:CPU) a copy that moves the minor dim adds its blocked transpose's tiles
+  (:func:`copy_tiles`), one that keeps it ``row_ns`` per run.
 * :func:`padding` — tile padding bytes, charged per write and per read.
 * backend preferences live in :mod:`.rules` and are priced with
   :meth:`CostModel.conversion` (the transpose the backend would do internally).
@@ -222,8 +224,9 @@ def copy_tiles(src: ArrayShape, dst: ArrayShape, tile_bytes: int) -> Tiles | Non
     """The tiles of the copy from ``src`` to ``dst`` (both laid out), or ``None`` where their
     physically minor dims are the same dim (the copy moves runs; a size-1 dim counts as the
     result's minor dim, the source's where it is minor in both) or the elements are narrower
-    than a byte (packed: not a blocked transpose). The edge is the largest
-    power of two at most both minor extents and ``tile_bytes`` of elements (at most 16).
+    than a byte (packed: not a blocked transpose). The edge is the largest power of two at
+    most both minor extents and ``tile_bytes`` of elements (at most 16; 1 for elements of 16
+    bytes).
 
     >>> from hlo.parser import parse_shape
     >>> copy_tiles(parse_shape("f32[8,64,64,3]{2,3,1,0}"), parse_shape("f32[8,64,64,3]{3,2,1,0}"), 32)
@@ -238,7 +241,8 @@ def copy_tiles(src: ArrayShape, dst: ArrayShape, tile_bytes: int) -> Tiles | Non
     if minor_a == order_b[0]:
         return None
     source, result = src.dims[minor_a], dst.dims[order_b[0]]
-    limit = max(1, min(16, tile_bytes // max(1, element_bytes(src.element_type))))
+    ebytes = max(1, element_bytes(src.element_type))
+    limit = 1 if ebytes >= 16 else max(1, min(16, tile_bytes // ebytes))
     edge = 1 << (min(source, result, limit).bit_length() - 1)
     whole = (source // edge * edge) * (result // edge * edge)
     count = dst.element_count
