@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from hlo.parser import parse_shape  # noqa: E402
-from service.calibration.fit import TILE_BYTES, Sample, _copy_runs, _copy_tiles  # noqa: E402
+from hlo.target import TILE_BYTES  # noqa: E402
+from service.calibration.fit import Sample, _copy_runs, _copy_tiles  # noqa: E402
 from service.calibration.microbenchmarks import copy_shapes  # noqa: E402
 from service.calibration.run import measure  # noqa: E402
 from solver.layout_assignment.costs import copy_tiles  # noqa: E402

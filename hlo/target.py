@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -136,10 +137,7 @@ class CacheGeometry(_Frozen):
         if count > self.sets * self.ways:
             return False
         lines = {k * stride // self.line_bytes for k in range(count)}
-        per_set: dict[int, int] = {}
-        for line in lines:
-            per_set[line % self.sets] = per_set.get(line % self.sets, 0) + 1
-        return max(per_set.values(), default=0) <= self.ways
+        return max(Counter(line % self.sets for line in lines).values(), default=0) <= self.ways
 
 
 class TransposeCost(_Frozen):
@@ -220,6 +218,10 @@ class TransposeCost(_Frozen):
                                               self.minor_moving)
 
 
+#: The widest tile edge, in bytes, of a blocked-transpose copy (XLA:CPU's: one AVX register).
+TILE_BYTES = 32
+
+
 class CopyCost(_Frozen):
     """A plain copy costs ``factor`` passes plus ``fixed_ns`` (launch) each.
 
@@ -248,7 +250,7 @@ class CopyCost(_Frozen):
     row_ns: float = Field(0.0, ge=0)
     tile_ns: float = Field(0.0, ge=0)
     tile_input_factor: float = Field(1.0, ge=0)
-    tile_bytes: int = Field(32, ge=1)
+    tile_bytes: int = Field(TILE_BYTES, ge=1)
     padding_counts: bool = True
     note: str = ""
 

@@ -82,12 +82,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from hlo.parser import parse_shape
 from hlo.shape import element_bytes
+from hlo.target import TILE_BYTES
 from service.calibration.microbenchmarks import copy_shapes
 from solver.layout_assignment.costs import copy_tiles
 
@@ -302,21 +303,23 @@ def _scalar_rows(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: f
     return max(0.0, float(np.median(extra))) if extra else 0.0
 
 
-def _copy_rows(samples: Sequence[Sample], op: str) -> float:
-    """ns an ``op`` (a standalone ``transpose``) pays per run of its result's minor dim:
-    the median over ``C`` of ``(t(op_rows_C) - t(op_wide_C))`` over its ``bytes / (4 C)``
-    runs (f32)."""
-    times = {s.kind: s for s in samples if s.kind.startswith((f"{op}_rows_", f"{op}_wide_"))}
-    extra = [(times[f"{op}_rows_{c}"].ns - times[f"{op}_wide_{c}"].ns)
-             / (times[f"{op}_rows_{c}"].bytes / (4 * c))
-             for c in sorted(int(k.rsplit("_", 1)[1]) for k in times if k.startswith(f"{op}_rows_"))
-             if f"{op}_wide_{c}" in times]
-    return max(0.0, float(np.median(extra))) if extra else 0.0
+def _per_unit(samples: Sequence[Sample], kind: str, reference: str,
+              units: Callable[[int], float]) -> list[float]:
+    """For each ``C`` with both samples: ``(t(kind_C) - t(reference_C)) / units(C)``, the
+    extra ns per unit (run, tile) of ``kind`` over ``reference`` (``C`` where ``units`` is
+    positive)."""
+    times = {s.kind: s.ns for s in samples if s.kind.startswith((f"{kind}_", f"{reference}_"))}
+    extents = sorted(int(k.rsplit("_", 1)[1]) for k in times if k.startswith(f"{kind}_"))
+    return [(times[f"{kind}_{c}"] - times[f"{reference}_{c}"]) / units(c) for c in extents
+            if f"{reference}_{c}" in times and units(c) > 0]
 
 
-#: The widest tile edge of XLA:CPU's blocked transpose, in bytes (one AVX register: the
-#: ``tile_bytes`` the fitted target keeps).
-TILE_BYTES = 32
+def _median_at_least_0(values: list[float], missing: float) -> float:
+    return max(0.0, float(np.median(values))) if values else missing
+
+
+#: Runs of ``C`` elements in each copy-rows and copy-runs group's ``f32[8,64,64,C]``.
+_RUNS = 8 * 64 * 64
 
 
 def _tile_count(kind: str, extent: int) -> float:
@@ -328,27 +331,17 @@ def _tile_count(kind: str, extent: int) -> float:
 def _copy_tiles(samples: Sequence[Sample], kind: str, per_tile: float | None = None) -> float:
     """``copy_tile_ns`` from ``kind`` = ``copy_rows`` (``per_tile`` None), or
     ``copy_tile_input_factor`` from ``kind`` = ``copy_rev`` (see the module docstring)."""
-    times = {s.kind: s.ns for s in samples if s.kind.startswith((f"{kind}_", "copy_wide_"))}
-    found = []
-    for c in sorted(int(k.rsplit("_", 1)[1]) for k in times if k.startswith(f"{kind}_")):
-        more = _tile_count(kind, c) - _tile_count("copy_wide", c)
-        if f"copy_wide_{c}" in times and more > 0:
-            found.append((times[f"{kind}_{c}"] - times[f"copy_wide_{c}"]) / more)
+    found = _per_unit(samples, kind, "copy_wide",
+                      lambda c: _tile_count(kind, c) - _tile_count("copy_wide", c))
     if per_tile is None:
-        return max(0.0, float(np.median(found))) if found else 0.0
-    if not found or not per_tile:
-        return 1.0
-    return max(0.0, float(np.median(found)) / per_tile)
+        return _median_at_least_0(found, 0.0)
+    return _median_at_least_0(found, 1.0) / per_tile if found and per_tile else 1.0
 
 
 def _copy_runs(samples: Sequence[Sample]) -> float:
     """``copy_row_ns``: ns a copy whose minor dim stays pays per run (see the module
     docstring)."""
-    times = {s.kind: s.ns for s in samples if s.kind.startswith(("copy_runs_", "copy_wide_"))}
-    extra = [(times[f"copy_runs_{c}"] - times[f"copy_wide_{c}"]) / (8 * 64 * 64)
-             for c in sorted(int(k.rsplit("_", 1)[1]) for k in times if k.startswith("copy_runs_"))
-             if f"copy_wide_{c}" in times]
-    return max(0.0, float(np.median(extra))) if extra else 0.0
+    return _median_at_least_0(_per_unit(samples, "copy_runs", "copy_wide", lambda c: _RUNS), 0.0)
 
 
 def _standalone_rows(samples: Sequence[Sample]) -> float | None:
@@ -356,7 +349,8 @@ def _standalone_rows(samples: Sequence[Sample]) -> float | None:
     ``transpose_wide_C``) pays per run of its result's minor dim; ``None`` without them."""
     if not any(s.kind.startswith("transpose_rows_") for s in samples):
         return None
-    return _copy_rows(samples, "transpose")
+    return _median_at_least_0(
+        _per_unit(samples, "transpose_rows", "transpose_wide", lambda c: _RUNS), 0.0)
 
 
 def _reduction_order(samples: Sequence[Sample], bandwidth: float,

@@ -347,11 +347,7 @@ def copy_rows_group(extent: int) -> Group:
     shape = f"[8,64,64,{extent}]"
     p = copy_shapes("copy_rows", extent)[0]
     nbytes = 8 * 64 * 64 * extent * 4
-    one = "f32[1,1,1,1]{3,2,1,0}"
-    benches = [Bench("base", f"base_rows{extent}", _module(
-        f"base_rows{extent}", [p], [f"%p = {p} parameter(0)",
-                                    f"ROOT %s = {one} slice(%p), "
-                                    "slice={[0:1], [0:1], [0:1], [0:1]}"], one), nbytes, "f32")]
+    benches = [_copy_base(f"base_rows{extent}", p, extent)]
     benches += [_copy_bench(kind, extent) for kind in ("copy_wide", "copy_rows")]
     # The same bytes through standalone transposes of the row-major view of the operand
     # (a bitcast), reading it close: to [8,64,64,C] (runs of C, reading 256 bytes apart) and
@@ -365,6 +361,16 @@ def copy_rows_group(extent: int) -> Group:
         benches.append(Bench(f"{kind}_{extent}", label, _module(label, [p], body, out), nbytes,
                              "f32"))
     return Group(f"f32{shape} copy rows", tuple(benches))
+
+
+def _copy_base(label: str, param: str, extent: int) -> Bench:
+    """The base module of a copy group: one element of the ``f32[8,64,64,extent]``
+    parameter ``param`` sliced out (what running a module of that parameter costs)."""
+    one = "f32[1,1,1,1]{3,2,1,0}"
+    body = [f"%p = {param} parameter(0)",
+            f"ROOT %s = {one} slice(%p), slice={{[0:1], [0:1], [0:1], [0:1]}}"]
+    return Bench("base", label, _module(label, [param], body, one), 8 * 64 * 64 * extent * 4,
+                 "f32")
 
 
 def _copy_bench(kind: str, extent: int) -> Bench:
@@ -381,13 +387,7 @@ def copy_runs_group(extent: int) -> Group:
     transpose whose tiles the short source dim bounds) and so that only major dims move
     (``copy_runs_<extent>``: ``8 * 64 * 64`` runs of ``extent`` elements), with a base module
     of the same parameter; the copy-rows group's ``copy_wide`` moves the same bytes."""
-    p = copy_shapes("copy_rev", extent)[0]
-    one = "f32[1,1,1,1]{3,2,1,0}"
-    base = Bench("base", f"base_runs{extent}", _module(
-        f"base_runs{extent}", [p], [f"%p = {p} parameter(0)",
-                                    f"ROOT %s = {one} slice(%p), "
-                                    "slice={[0:1], [0:1], [0:1], [0:1]}"], one),
-        8 * 64 * 64 * extent * 4, "f32")
+    base = _copy_base(f"base_runs{extent}", copy_shapes("copy_rev", extent)[0], extent)
     return Group(f"f32[8,64,64,{extent}] copy runs",
                  (base, *(_copy_bench(kind, extent) for kind in ("copy_rev", "copy_runs"))))
 

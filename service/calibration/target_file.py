@@ -11,8 +11,8 @@ import numpy as np
 
 from hlo.shape import element_bits
 
-from service.calibration.fit import (CACHE_BYTES, NARROW_STRIDE, TILE_BYTES, WIDE_STRIDE,
-                                     DeviceCoefficients)
+from hlo.target import TILE_BYTES
+from service.calibration.fit import CACHE_BYTES, NARROW_STRIDE, WIDE_STRIDE, DeviceCoefficients
 from service.calibration.microbenchmarks import NEAR_MIN_BYTES, NEAR_STRIDE
 from service.calibration.run import Calibration
 

@@ -265,14 +265,14 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
             f"transpose moves data: {why}; x{target.standalone_major:.3g}: a standalone "
             "transpose moving only major dims (it reads rows contiguously), against XLA's "
             "form of it (a bitcast transpose and a copy)")
-    dims = _dims_over_one(src)
     # XLA:CPU's elementwise loop does not pay per run of a short minor dim as its copy loop
     # does (measured, the copy-rows calibration groups), nor does it tile.
     own = (cm.target.copies.row_ns if target.standalone_row_ns is None
            else target.standalone_row_ns)
     base, base_why = cm.conversion(src, cu.format, laid, "", row_ns=own)
     if stride < target.standalone_min_stride:
-        near = dims == 2 and physical_bytes(src) >= target.standalone_near_min_bytes
+        near = (_dims_over_one(src) == 2
+                and physical_bytes(src) >= target.standalone_near_min_bytes)
         if near and target.standalone_near != 1.0:
             return want, ns, why, math.ceil(ns * target.standalone_near), (
                 f"transpose moves data: {why}; x{target.standalone_near:.3g}: a standalone 2-D "

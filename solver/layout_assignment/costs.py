@@ -189,13 +189,15 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
                 why = (f"{unit.name} needs {unit.alignment_bytes}-byte aligned rows; "
                        "falls back to a scalar copy")
     ns = target.pass_ns(nbytes) * target.copies.factor * factor + target.copies.fixed_ns
-    if row_ns is None and target.copies.tile_ns and src.effective_layout() != dst.effective_layout():
-        tiled = _tiled(target, src, dst)
-        if tiled is not None:
-            extra, note = tiled
-            return math.ceil(ns + extra), f"{nbytes} bytes, x{factor:g}: {why}{note}"
+    relayout = src.effective_layout() != dst.effective_layout()
+    # ``row_ns`` given: a standalone loop's own per-run price, never a copy's tiles.
+    tiled = (_tiled(target, src, dst) if row_ns is None and target.copies.tile_ns and relayout
+             else None)
+    if tiled is not None:
+        extra, note = tiled
+        return math.ceil(ns + extra), f"{nbytes} bytes, x{factor:g}: {why}{note}"
     per_run = target.copies.row_ns if row_ns is None else row_ns
-    unit = _unit_minor(dst) and src.effective_layout() != dst.effective_layout()
+    unit = _unit_minor(dst) and relayout
     rows = _rows(dst) if (moves or unit) and per_run else 0
     if rows:
         ns += rows * per_run

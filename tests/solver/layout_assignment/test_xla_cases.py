@@ -150,6 +150,9 @@ def test_result_layout_reaches_the_root_through_a_copy():
       ROOT slice0 = f32[3,4]{0,1} slice(c), slice={[1:4],[1:5]}
     """, "cpu")
     assert r.objective <= xla
+    # The one copy is of the slice: 3 x 4 elements, where XLA's copies all 4 x 5.
+    (copy,) = _copies(r)
+    assert copy.shape.element_count == 12 < 20
 
 
 def test_convolution_operand_layouts_follow_the_cpu_backend_rule():
