@@ -17,6 +17,7 @@ import datetime
 import math
 import os
 import platform as platform_module
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -67,16 +68,17 @@ def cache_geometry(root: str = CACHES, level: int = 1) -> tuple[int, int, int] |
     except OSError:
         return None
     for name in names:
+        folder = Path(root, name)
         try:
-            def read(field: str, folder: str = name) -> str:
-                with open(os.path.join(root, folder, field)) as f:
-                    return f.read().strip()
-            if read("level") == str(level) and read("type") in ("Data", "Unified"):
-                found = (int(read("number_of_sets")), int(read("ways_of_associativity")),
-                         int(read("coherency_line_size")))
-                return found if min(found) > 0 else None
+            fields = {f: (folder / f).read_text().strip()
+                      for f in ("level", "type", "number_of_sets", "ways_of_associativity",
+                                "coherency_line_size")}
+            found = (int(fields["number_of_sets"]), int(fields["ways_of_associativity"]),
+                     int(fields["coherency_line_size"]))
         except (OSError, ValueError):
             continue
+        if fields["level"] == str(level) and fields["type"] in ("Data", "Unified"):
+            return found if min(found) > 0 else None
     return None
 
 
