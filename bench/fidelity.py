@@ -9,7 +9,9 @@ For every module (corpus modules whose XLA layouts the execution path runs, plus
 (``after_layout``), ours (``assign`` on ``before_layout``), all-default, greedy and ``--random``
 random consistent assignments (``solver.layout_assignment.variants``). All run in one
 ``run_modules`` call: the same inputs, one pinned CPU, interleaved rounds, XLA's layouts as the
-reference (run twice per round for the A/A noise). Every variant's outputs are compared with
+reference (run twice per round for the A/A noise). Variants that print as the same module are
+one program: it runs once and they share its times (``same_program_as``), so that noise does
+not rank a program against itself. Every variant's outputs are compared with
 XLA's normal execution of the ``pre`` module (its whole pipeline).
 
 Per module: Kendall's tau between predicted cost (the target's model) and measured median,
@@ -144,13 +146,16 @@ def measure_module(name: str, args, compare_target) -> dict:
     xla = variants["xla"]
     labels = list(variants)
     _save_variants(args.variants_dir, name, variants)
+    twin = program_twins(variants)
+    distinct = [lab for lab in labels if twin[lab] == lab]
     load_before = os.getloadavg()[0]
-    run = run_modules([*variants.items(), ("semantics", parse_module(pre_text, name))],
+    run = run_modules([*((lab, variants[lab]) for lab in distinct),
+                       ("semantics", parse_module(pre_text, name))],
                       reps=args.reps, warmup=1, seed=args.seed, plain={"semantics"})
     load_after = os.getloadavg()[0]
     semantics = run.executions[-1]
     rows = {}
-    for k, label in enumerate(labels):
+    for k, label in enumerate(distinct):
         e = run.executions[k]
         row = {"refusal": e.refusal, "median_ms": e.median_ms, "min_ms": e.min_ms,
                "predicted_ns": model_cost(variants[label], args.target),
@@ -165,6 +170,14 @@ def measure_module(name: str, args, compare_target) -> dict:
         ratio = run.ratio(k) if e.ran and run.executions[0].ran else None
         row["ratio"] = None if ratio is None else ratio.to_json()
         rows[label] = row
+    for label in labels:
+        if twin[label] != label:  # the same program: its twin's measurement, its own price
+            rows[label] = {**rows[twin[label]], "same_program_as": twin[label],
+                           "predicted_ns": model_cost(variants[label], args.target)}
+            if compare_target is not None:
+                rows[label]["predicted_ns_compare"] = model_cost(variants[label],
+                                                                 compare_target)
+    rows = {label: rows[label] for label in labels}
     ran = [lab for lab in labels
            if rows[lab]["median_ms"] is not None and rows[lab]["predicted_ns"] is not None]
     xla_min = rows["xla"]["min_ms"]
@@ -175,7 +188,7 @@ def measure_module(name: str, args, compare_target) -> dict:
                    "same_as_xla": same_program(xla, ours.module), "assign_s": round(assign_s, 2),
                    "status": ours.status, "noise": run.noise().to_json() if run.noise() else None,
                    "semantics_refusal": semantics.refusal, "load": [load_before, load_after],
-                   "runs_per_sample": run.runs_per_sample})
+                   "runs_per_sample": run.runs_per_sample, "programs_measured": len(distinct)})
     if compare_target is not None and len(ran) > 2 and all(
             rows[lab]["predicted_ns_compare"] is not None for lab in ran):
         out["tau_compare"] = kendall_tau([rows[lab]["predicted_ns_compare"] for lab in ran],
@@ -303,6 +316,17 @@ def noise_aware(result: dict) -> dict:
             "tau_noise_min": kendall_tau_noise(predicted, minimums, bands),
             "agreement_resolved": resolved_agreement(predicted, medians, in_band),
             "pairs_resolved": [resolved, len(pairs)]}
+
+
+def program_twins(variants: dict) -> dict[str, str]:
+    """Each variant's first label (in order) whose module prints the same text: one program,
+    run once (two runs of one program differ by noise alone, which would rank it against
+    itself)."""
+    from hlo.printer import print_module
+
+    first: dict[str, str] = {}
+    return {label: first.setdefault(print_module(module), label)
+            for label, module in variants.items()}
 
 
 def same_program(a, b) -> bool:

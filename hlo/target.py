@@ -284,6 +284,7 @@ OpRuleKind = Literal[
     "default_layout",
     "row_reduction",
     "reduction_minor",
+    "window_minor",
     "format",
 ]
 
@@ -319,6 +320,10 @@ class OpRule(_Frozen):
     XLA:CPU nests the loops of the reduced dims in their listed order, the last innermost, and
     an innermost loop of at most ``unroll_extent`` iterations is unrolled whole, leaving the
     loop around it to be vectorized.
+    ``window_minor`` (``{ns_per_element = 0.3}``): a ``reduce-window`` whose result's
+    physically most-minor dim (of size > 1) has a window of size > 1 costs ``ns_per_element``
+    per element its windows read (result elements times window elements, padding included,
+    once per reduced array): the backend's loop over that dim then runs scalar.
     """
 
     op: str = Field(min_length=1)

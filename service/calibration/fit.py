@@ -71,6 +71,9 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   ``(t(dot_operand) - t(dot_nn)) / flops`` and ``(t(dot_result) - t(dot_nn)) / flops`` over the
   dot shapes: a dot off its physical nn form runs a slower kernel (the values of
   ``bench/dot_forms.py`` on 2026-11-27, 0.0034 and 0.011, without the groups);
+- ``window_minor_ns``: the median over the reduce-window groups of ``(t(window_minor) -
+  t(window_plain)) / reads``: a reduce-window whose result has a windowed dim physically minor,
+  per element its windows read (0 without the groups);
 - ``conv_naive_ns_per_flop``: the median of ``(t(conv_naive) - t(conv_default)) / flops``: a
   convolution with any array in another layout runs as a naive loop (XLA:CPU gives Eigen
   row-major convolutions only).
@@ -145,6 +148,7 @@ class Coefficients:
     dot_result_ns_per_flop: float = DOT_RESULT_NS_PER_FLOP
     copy_tile_ns: float = 0.0
     copy_tile_input_factor: float = 1.0
+    window_minor_ns: float = 0.0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -164,7 +168,8 @@ class Coefficients:
                             self.reduce_variadic_min_span,
                             round(self.dot_operand_ns_per_flop, 4),
                             round(self.dot_result_ns_per_flop, 4), round(self.copy_tile_ns, 2),
-                            round(self.copy_tile_input_factor, 2))
+                            round(self.copy_tile_input_factor, 2),
+                            round(self.window_minor_ns, 3))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -233,6 +238,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         dot_result_ns_per_flop=_dot_form(samples, "dot_result", DOT_RESULT_NS_PER_FLOP),
         copy_tile_ns=tile_ns,
         copy_tile_input_factor=_copy_tiles(samples, "copy_rev", tile_ns),
+        window_minor_ns=_window_minor(samples),
     )
 
 
@@ -381,12 +387,25 @@ def _naive_convolution(samples: Sequence[Sample]) -> float:
 
 def _dot_form(samples: Sequence[Sample], kind: str, unmeasured: float) -> float:
     """ns per flop a dot pays off its nn form (``kind``: an operand or the result in the
-    other layout): the median over the samples of ``(t(kind) - t(dot_nn)) / flops``, paired
-    by flops (a sample's bytes); ``unmeasured`` without them."""
-    nn = {s.bytes: s.ns for s in samples if s.kind == "dot_nn"}
-    extra = [(s.ns - nn[s.bytes]) / s.bytes for s in samples
-             if s.kind == kind and s.bytes in nn and s.bytes > 0]
-    return max(0.0, float(np.median(extra))) if extra else unmeasured
+    other layout), ``unmeasured`` without the samples (:func:`_over_reference`)."""
+    return _over_reference(samples, kind, "dot_nn", unmeasured)
+
+
+def _window_minor(samples: Sequence[Sample]) -> float:
+    """ns per window element a reduce-window pays with a windowed dim physically minor, 0
+    without the groups (:func:`_over_reference`)."""
+    return _over_reference(samples, "window_minor", "window_plain", 0.0)
+
+
+def _over_reference(samples: Sequence[Sample], kind: str, reference: str,
+                    missing: float) -> float:
+    """The median over the samples of ``(t(kind) - t(reference)) / units``, paired by their
+    units of work (a sample's bytes: flops, elements read), at least 0; ``missing`` without
+    pairs."""
+    times = {s.bytes: s.ns for s in samples if s.kind == reference}
+    extra = [(s.ns - times[s.bytes]) / s.bytes for s in samples
+             if s.kind == kind and s.bytes in times and s.bytes > 0]
+    return _median_at_least_0(extra, missing)
 
 
 def _paired_ratio(samples: Sequence[Sample], kind: str, reference: str, fixed: float) -> float:

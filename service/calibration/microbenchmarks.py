@@ -20,6 +20,9 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
 - ``add_same`` / ``add_mixed``: ``add`` of two operands in the same / other layouts;
 - ``dot_nn`` / ``dot_operand`` / ``dot_result``: an f32 dot in its physical nn form, and with
   one operand or the result in the other layout (:func:`dot_form_group`; bytes = flops);
+- ``window_plain`` / ``window_minor``: a ``reduce-window`` (:data:`WINDOW_CASES`) with a dim
+  without a window physically minor, or a windowed one (bytes = the elements its windows
+  read);
 - ``conv_default`` / ``conv_naive``: a 3x3 NHWC convolution with every array row-major, or
   with the input, the kernel or the result in another layout (``bytes`` is its flops here);
 - ``column_R`` / ``row_R``: a sum over dim 0 of ``[R, N/R]`` (1 MiB of f32) laid out ``{1,0}``
@@ -62,6 +65,7 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from hlo.parser import parse_module
@@ -537,6 +541,50 @@ def in_place_group(op: str, n: int = 256) -> Group:
     return Group(f"{op} in place", benches)
 
 
+#: The reduce-window groups: ``(f32 operand dims, window sizes, paddings (low, high) per dim,
+#: strides, combiner)``: a cumulative sum of 16 and of 8 along one dim (``jnp.cumsum``'s
+#: reduce-window form), a 3-wide sum, and NHWC 3x3 and 2x2/2 max pools.
+WINDOW_CASES = (
+    ((256, 256), (1, 16), ((0, 0), (15, 0)), (1, 1), "add"),
+    ((1024, 64), (1, 8), ((0, 0), (7, 0)), (1, 1), "add"),
+    ((256, 256), (1, 3), ((0, 0), (1, 1)), (1, 1), "add"),
+    ((8, 32, 32, 32), (1, 3, 3, 1), ((0, 0), (1, 1), (1, 1), (0, 0)), (1, 1, 1, 1), "maximum"),
+    ((8, 48, 48, 32), (1, 2, 2, 1), ((0, 0),) * 4, (1, 2, 2, 1), "maximum"),
+)
+
+
+def window_group(dims: tuple[int, ...], sizes: tuple[int, ...],
+                 pads: tuple[tuple[int, int], ...], strides: tuple[int, ...],
+                 combiner: str) -> Group:
+    """A ``reduce-window`` of ``f32[dims]`` with its windowed dims major and a dim without a
+    window physically minor (``window_plain``), and with a windowed dim minor
+    (``window_minor``); a bench's bytes are the elements its windows read (result elements
+    times window elements)."""
+    out = tuple((d + lo + hi - s) // st + 1 for d, s, (lo, hi), st in zip(dims, sizes, pads,
+                                                                          strides))
+    plain = [d for d in range(len(dims)) if sizes[d] == 1]
+    windowed = [d for d in range(len(dims)) if sizes[d] > 1]
+    fast = tuple(reversed([*windowed, *plain]))
+    slow = tuple(reversed([*plain, *windowed]))
+    window = (f"size={'x'.join(map(str, sizes))} stride={'x'.join(map(str, strides))} "
+              f"pad={'x'.join(f'{lo}_{hi}' for lo, hi in pads)}")
+    init = "0" if combiner == "add" else "-inf"
+    reducer = _MAX if combiner == "maximum" else _reducer("f32")
+    reads = math.prod(out) * math.prod(sizes)
+    name = "x".join(map(str, dims))
+    benches = []
+    for kind, order in (("window_plain", fast), ("window_minor", slow)):
+        layout = "{" + ",".join(map(str, order)) + "}"
+        p = f"f32[{','.join(map(str, dims))}]{layout}"
+        result = f"f32[{','.join(map(str, out))}]{layout}"
+        label = f"{kind}_{combiner}_{name}_{'x'.join(map(str, sizes))}"
+        body = [f"%p = {p} parameter(0)", f"%z = f32[] constant({init})",
+                f"ROOT %r = {result} reduce-window(%p, %z), window={{{window}}}, to_apply=%sum"]
+        benches.append(Bench(kind, label, _module(label, [p], body, result, reducer), reads,
+                             "f32"))
+    return Group(f"f32[{name}] reduce-window {'x'.join(map(str, sizes))}", tuple(benches))
+
+
 def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     """Every group, smallest first; ``quick``: one dtype and the two smaller sizes. A
     ``platform`` other than ``cpu`` gets :func:`device_groups`."""
@@ -556,6 +604,7 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [major_transpose_group(*s) for s in (MAJOR_SHAPES[:1] if quick else MAJOR_SHAPES)]
     out += [in_place_group(op) for op in (IN_PLACE_OPS[:1] if quick else IN_PLACE_OPS)]
     out += [dot_form_group(*s) for s in (DOT_SHAPES[1:2] if quick else DOT_SHAPES)]
+    out += [window_group(*case) for case in (WINDOW_CASES[:1] if quick else WINDOW_CASES)]
     out.append(convolution_group())
     return out
 

@@ -40,7 +40,7 @@ cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
 tileable_minor_dims = 0
-calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a copy that keeps its minor dim {c.copy_row_ns} ns more per run of it{standalone_rows_note}; one that moves it (a blocked transpose) {c.copy_tile_ns} ns per tile ({c.copy_tile_input_factor}x where the source's minor dim is the shorter; every element a tile where the result's minor dim has size 1); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}{in_place_note}. {n} samples."
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a copy that keeps its minor dim {c.copy_row_ns} ns more per run of it{standalone_rows_note}; one that moves it (a blocked transpose) {c.copy_tile_ns} ns per tile ({c.copy_tile_input_factor}x where the source's minor dim is the shorter; every element a tile where the result's minor dim has size 1); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}{in_place_note}; a reduce-window with a windowed dim physically minor {c.window_minor_ns} ns per element its windows read. {n} samples."
 
 [transpose]
 minor_moving = {c.minor_moving}
@@ -97,6 +97,13 @@ kind = "reduction_minor"
 hard = false
 params = {{ slow = "{c.reduce_slow}", read_factor = {c.reduce_read_factor}{wide_param}{extent_param}{order_param}{scalar_param} }}
 note = "XLA:CPU's unfused reduce runs one of the two forms (minor dim kept or reduced) slower{order_note}."
+
+[[op_rules]]
+op = "reduce-window"
+kind = "window_minor"
+hard = false
+params = {{ ns_per_element = {c.window_minor_ns} }}
+note = "XLA:CPU's reduce-window runs slower when its result's physically minor dim has a window wider than 1: {c.window_minor_ns} ns more per element its windows read (measured)."
 '''
 
 

@@ -385,8 +385,10 @@ class _Builder:
             pass
         else:
             self.opaque(comp, instr, shapes)
-        if op == "sort" or rule_op(instr) == "fft":
-            for path, _ in leaf_arrays(instr.shape):
+        if op in ("sort", "reduce-window") or rule_op(instr) == "fft":
+            # A variadic reduce-window's results share one layout: its first prices them all.
+            leaves = leaf_arrays(instr.shape)
+            for path, _ in leaves[:1] if op == "reduce-window" else leaves:
                 node = self.leaf(comp, here, path)
                 if node is not None:
                     self.prefer(node, comp, instr, "result", 0)

@@ -449,3 +449,37 @@ def test_a_fitted_target_keeps_the_host_cache_and_reads_it_back(tmp_path):
     data["cache"] = [64, 0, 64]
     with pytest.raises(ValueError, match="not sets, ways and line bytes"):
         from_json(data)
+
+
+def test_the_window_groups_give_the_extra_ns_per_window_element_and_reach_the_target(tmp_path):
+    from service.calibration.microbenchmarks import WINDOW_CASES, window_group
+
+    # Three groups (paired by the elements their windows read): 0.2, 0.3 and 0.5 ns more per
+    # element with a windowed dim minor; the median is 0.3. A group measured faster in the
+    # slow form does not make the price negative.
+    samples = []
+    for reads, extra in ((1_000_000, 0.2), (500_000, 0.3), (200_000, 0.5)):
+        samples += [Sample("window_plain", reads, 1e5),
+                    Sample("window_minor", reads, 1e5 + extra * reads)]
+    fitted_c = fit(synthetic() + samples).rounded()
+    assert fitted_c.window_minor_ns == pytest.approx(0.3)
+    assert fit(synthetic()).window_minor_ns == 0.0
+    faster = [Sample("window_plain", 1000, 500.0), Sample("window_minor", 1000, 400.0)]
+    assert fit(synthetic() + faster).window_minor_ns == 0.0
+    rule = next(r for r in written_target(tmp_path, fitted_c).rules_for("reduce-window")
+                if r.kind == "window_minor")
+    assert rule.params == {"ns_per_element": 0.3}
+    # Each group: the same windows, a dim without a window minor and then a windowed one;
+    # the groups' work differs, so the pairing by elements read cannot cross groups.
+    reads = []
+    for case in WINDOW_CASES:
+        plain, minor = window_group(*case).benches
+        sizes = case[1]
+        for bench, windowed in ((plain, False), (minor, True)):
+            root = bench.module.entry.instructions[-1]
+            assert root.opcode == "reduce-window"
+            first = next(d for d in root.shape.layout.minor_to_major if root.shape.dims[d] > 1)
+            assert (sizes[first] > 1) is windowed
+        assert plain.bytes == minor.bytes
+        reads.append(plain.bytes)
+    assert len(set(reads)) == len(reads)
