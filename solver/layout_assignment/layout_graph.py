@@ -386,12 +386,16 @@ class _Builder:
         else:
             self.opaque(comp, instr, shapes)
         if op in ("sort", "reduce-window") or rule_op(instr) == "fft":
-            # A variadic reduce-window's results share one layout: its first prices them all.
-            leaves = leaf_arrays(instr.shape)
-            for path, _ in leaves[:1] if op == "reduce-window" else leaves:
-                node = self.leaf(comp, here, path)
-                if node is not None:
-                    self.prefer(node, comp, instr, "result", 0)
+            self.prefer_results(comp, instr)
+
+    def prefer_results(self, comp: str, instr: Instruction) -> None:
+        """The target's rules price ``instr``'s result layouts (a variadic reduce-window's
+        results share one layout: its first prices them all)."""
+        leaves = leaf_arrays(instr.shape)
+        for path, _ in leaves[:1] if instr.opcode == "reduce-window" else leaves:
+            node = self.leaf(comp, instr.name, path)
+            if node is not None:
+                self.prefer(node, comp, instr, "result", 0)
 
     def tied(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
         result = instr.shape
