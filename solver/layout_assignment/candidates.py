@@ -153,7 +153,7 @@ def candidate_sets(graph: LayoutGraph, cm: CostModel, *, cap: int = 6,
             continue
         shape = graph.nodes[pref.node].shape
         for c in preferred_candidates(cm, pref.instruction, pref.role, pref.index, shape,
-                                          pref.combiner):
+                                      pref.combiner, pref.ranks):
             if c not in sets[pref.node] and _fits(c, shape):
                 sets[pref.node].insert(1, c) if len(sets[pref.node]) else sets[pref.node].append(c)
     _propagate(graph, sets, fixed, cap, rounds)

@@ -85,12 +85,14 @@ class RelationSignature(NamedTuple):
     weight: int
     inline: bool
     overwrites: str
+    flops: int
+    forms: tuple
 
 
 def relation_signature(graph: LayoutGraph, rel: Relation) -> RelationSignature:
     return RelationSignature(rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
                              rel.reader, graph.nodes[rel.u].constant, rel.weight, rel.inline,
-                             rel.overwrites)
+                             rel.overwrites, rel.flops, rel.forms)
 
 
 class NodeSignature(NamedTuple):
@@ -371,6 +373,8 @@ def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
         if cu.minor_to_major == cv.minor_to_major:
             return 0, "", ""
         return FORBIDDEN, "rule", "variadic reduce results share one layout"
+    if rel.kind == "dot_form":
+        return _dot_form(cm, rel, cu, cv)
     v_shape = graph.nodes[rel.v].shape
     if rel.kind == "convert":
         src = cm.laid_out(rel.shape, cu)
@@ -406,6 +410,28 @@ def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
     return ns + cm.padding_ns(src, cu.format, 1), rel.kind, why
 
 
+def _dot_form(cm: CostModel, rel: Relation, cu: Candidate, cv: Candidate
+              ) -> tuple[int, str, str]:
+    """A dot operand read as ``cu`` while the result is written ``cv``: off the form the
+    result's layout picks (the nn form, or its mirror image where the result is written
+    transposed; the nn form where the result is in neither, whose own price is the result's
+    preference), the dot runs a slower kernel: the target's ``dot_nn`` ``ns_per_flop``."""
+    rule = next((r for r in cm.target.rules_for("dot") if r.kind == "dot_nn"), None)
+    if rule is None or "ns_per_flop" not in rule.params:
+        return 0, "", ""
+    operand, result = rel.forms[0]
+    mirror = len(rel.forms) > 1 and cv.minor_to_major == rel.forms[1][1]
+    if mirror:
+        operand, result = rel.forms[1]
+    if cu.minor_to_major == operand:
+        return 0, "", ""
+    per = float(rule.params["ns_per_flop"])
+    form = "its mirror image (the result written transposed)" if mirror else "the nn form"
+    return (int(rel.flops * per), "backend",
+            f"dot operand {rel.operand} not {Candidate(operand)} ({form}): the dot runs a slower "
+            f"kernel, {rel.flops} flops x {per:g} ns ({rule.note or rule.kind})")
+
+
 def _overwrite(cm: CostModel, rel: Relation) -> tuple[int, str]:
     """What ``rel``'s consumer pays for writing over the operand's buffer (XLA:CPU runs
     such a loop scalar), and why; ``(0, "")`` where it does not or the target has no price.
@@ -434,7 +460,7 @@ def node_cost(cm: CostModel, graph: LayoutGraph, prefs_of: dict[int, list], node
                                 False))
     for pref in prefs_of.get(node_id, ()):
         p = preference(cm, pref.instruction, pref.role, pref.index, node.shape, c, pref.flops,
-                       pref.combiner)
+                       pref.combiner, pref.ranks)
         if p is not None:
             ns, reason = p.ns, p.reason
             if pref.weight != 1 and ns:

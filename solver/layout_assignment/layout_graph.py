@@ -40,7 +40,7 @@ from hlo.opcode_facts import ELEMENTWISE, LAYOUT_FREE, TIED, VARIADIC_TIED
 from hlo.shape import ArrayShape, Shape, TupleShape, leaf_arrays
 from solver.layout_assignment.costs import NC1HWC0, Candidate
 from solver.layout_assignment.in_place import in_place_reads
-from solver.layout_assignment.rules import rule_op
+from solver.layout_assignment.rules import dot_forms, rule_op
 
 __all__ = ["LayoutGraph", "Node", "Relation", "build_graph"]
 
@@ -87,6 +87,10 @@ class Relation:
     #: The consumer's opcode where it (an elementwise op) is predicted to write over this
     #: operand's buffer (:mod:`.in_place`; only in a module scored as written), else "".
     overwrites: str = ""
+    #: A ``dot_form``'s dot: its flops and its fast forms, ``(operand layout, result layout)``
+    #: pairs (:func:`.rules.dot_forms`).
+    flops: int = 0
+    forms: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,8 @@ class Pref:
     #: The opcode of a reduce's combiner root (``add``, ``maximum``...; ``tuple`` for a
     #: variadic one): whether the backend vectorizes its loop; "" for other ops.
     combiner: str = ""
+    #: A dot's lhs, rhs and result ranks (where its nn form and the mirror image lie).
+    ranks: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -202,9 +208,9 @@ class _Builder:
         return nid
 
     def prefer(self, node: int, comp: str, instr: Instruction, role: str, index: int,
-               flops: int = 0, combiner: str = "") -> None:
+               flops: int = 0, combiner: str = "", ranks: tuple[int, ...] = ()) -> None:
         self.prefs.append(Pref(node, comp, instr, role, index, self.weights.get(comp, 1),
-                               flops, combiner))
+                               flops, combiner, ranks))
 
     def relate(self, kind: str, u: int | None, v: int | None, comp: str, instr: str, k: int,
                path: tuple[int, ...], value: str, shape: ArrayShape, **extra) -> None:
@@ -349,18 +355,7 @@ class _Builder:
             self.reduce(comp, instr, shapes)
         elif rule_op(instr) in ("dot", "convolution") and op != "custom-call" or (
                 op == "custom-call" and rule_op(instr) == "convolution"):
-            count = 2 if rule_op(instr) == "convolution" else len(instr.operands)
-            flops = (_conv_flops(instr, shapes) if rule_op(instr) == "convolution" else
-                     _dot_flops(instr, shapes))
-            for k, name in enumerate(instr.operands[:count]):
-                shape = _array(shapes[name])
-                v = self.view(comp, instr, k, (), shape, None)
-                self.prefer(v, comp, instr, "operand", k, flops)
-                self.relate("convert", self.leaf(comp, name, ()), v, comp, here, k, (), name, shape)
-            for path, _ in leaf_arrays(instr.shape)[:1]:
-                node = self.leaf(comp, here, path)
-                if node is not None:
-                    self.prefer(node, comp, instr, "result", 0, flops)
+            self.contraction(comp, instr, shapes)
         elif op == "custom-call":
             self.custom_call(comp, instr, shapes)
         elif op == "while":
@@ -387,6 +382,33 @@ class _Builder:
             self.opaque(comp, instr, shapes)
         if op in ("sort", "reduce-window") or rule_op(instr) == "fft":
             self.prefer_results(comp, instr)
+
+    def contraction(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
+        """A dot or a convolution: its operands' views and its result carry the target's
+        preferences, priced per flop; a dot's operands are also priced against its result's
+        layout (``dot_form``: the nn form and its mirror image, :func:`.rules.dot_forms`)."""
+        dot = rule_op(instr) == "dot"
+        count = len(instr.operands) if dot else 2
+        flops = _dot_flops(instr, shapes) if dot else _conv_flops(instr, shapes)
+        operands = [_array(shapes[name]) for name in instr.operands[:count]]
+        path, result = leaf_arrays(instr.shape)[0] if leaf_arrays(instr.shape) else ((), None)
+        ranks = ((operands[0].rank, operands[1].rank, result.rank)
+                 if dot and len(operands) == 2 and isinstance(result, ArrayShape) else ())
+        views = []
+        for k, (name, shape) in enumerate(zip(instr.operands, operands)):
+            v = self.view(comp, instr, k, (), shape, None)
+            views.append(v)
+            self.prefer(v, comp, instr, "operand", k, flops, ranks=ranks)
+            self.relate("convert", self.leaf(comp, name, ()), v, comp, instr.name, k, (), name,
+                        shape)
+        out = self.leaf(comp, instr.name, path) if result is not None else None
+        if out is None:
+            return
+        self.prefer(out, comp, instr, "result", 0, flops, ranks=ranks)
+        for k, v in enumerate(views if ranks else ()):
+            self.relate("dot_form", v, out, comp, instr.name, k, (), instr.operands[k],
+                        operands[k], reader=False, flops=flops,
+                        forms=dot_forms(instr, k, ranks))
 
     def prefer_results(self, comp: str, instr: Instruction) -> None:
         """The target's rules price ``instr``'s result layouts (a variadic reduce-window's

@@ -81,6 +81,31 @@ def _dot_groups(instr: Instruction, k: int) -> tuple[tuple[int, ...], tuple[int,
     return _dims(instr.attr(f"{side}_batch_dims")), _dims(instr.attr(f"{side}_contracting_dims"))
 
 
+def dot_forms(instr: Instruction, k: int, ranks: tuple[int, int, int]
+              ) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+    """The physical forms a dot runs fastest in, as ``(operand k's minor_to_major, the
+    result's)`` pairs: the nn form (the lhs with its contracting dims minor, the rhs with its
+    free dims minor, the result row-major) and, where the result's free dims can swap, its
+    mirror image (the product transposed, ``C^T = B^T A^T``: the lhs with its free dims
+    minor, the rhs with its contracting dims minor, the result's rhs-free dims major to its
+    lhs-free ones). XLA:CPU hands both to the same column-major kernel (measured: ``ccc``
+    0.96-1.02x ``rrr``, and each other form as fast as its mirror image, bench/dot_forms.py).
+    ``ranks``: the lhs's, the rhs's and the result's."""
+    batch, contracting = _dot_groups(instr, k)
+    free = [d for d in range(ranks[k]) if d not in batch and d not in contracting]
+    nb, result_rank = len(batch), ranks[2]
+    # The result's dims: batch, then the lhs's free dims, then the rhs's.
+    n_lhs = ranks[0] - nb - len(_dot_groups(instr, 0)[1])
+    row_result = list(range(result_rank))
+    mirror_result = [*range(nb), *range(nb + n_lhs, result_rank), *range(nb, nb + n_lhs)]
+    row = [*batch, *free, *contracting] if k == 0 else [*batch, *contracting, *free]
+    mirror = [*batch, *contracting, *free] if k == 0 else [*batch, *free, *contracting]
+    forms = [(_m2m(row).minor_to_major, _m2m(row_result).minor_to_major)]
+    if mirror_result != row_result:
+        forms.append((_m2m(mirror).minor_to_major, _m2m(mirror_result).minor_to_major))
+    return tuple(forms)
+
+
 def _conv_orders(labels: ConvDimLabels, role: str, k: int, layout: str) -> Candidate | None:
     if role == "operand" and k == 0:
         b, f, s = labels.input_batch, labels.input_feature, list(labels.input_spatial)
@@ -118,9 +143,11 @@ def _conv_labels(instr: Instruction) -> ConvDimLabels | None:
 
 
 def preferred_candidates(cm: CostModel, instr: Instruction, role: str, k: int,
-                         shape: ArrayShape, combiner: str = "") -> list[Candidate]:
+                         shape: ArrayShape, combiner: str = "",
+                         ranks: tuple[int, ...] = ()) -> list[Candidate]:
     """Layouts the target's rules name for this operand/result (deterministic order;
-    ``combiner``: a reduce's combiner opcode)."""
+    ``combiner``: a reduce's combiner opcode; ``ranks``: a dot's lhs, rhs and result
+    ranks)."""
     op = rule_op(instr)
     if op is None or shape.rank == 0:
         return []
@@ -130,12 +157,13 @@ def preferred_candidates(cm: CostModel, instr: Instruction, role: str, k: int,
     for rule in cm.target.rules_for(op):
         if _applies(rule, shape.element_type, spatial, k if role == "operand" else None):
             out.extend(preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels,
-                                                     combiner))
+                                                     combiner, ranks))
     return list(dict.fromkeys(out))
 
 
 def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: ArrayShape,
-               cand: Candidate, flops: int = 0, combiner: str = "") -> Preference | None:
+               cand: Candidate, flops: int = 0, combiner: str = "",
+               ranks: tuple[int, ...] = ()) -> Preference | None:
     """The cost (and hardness) of reading/writing ``shape`` as ``cand`` for ``instr``
     (``flops``: a convolution's or a dot's, for a backend that runs other layouts as a naive
     loop or a rule priced ``ns_per_flop``: a slower kernel rather than a transpose first;
@@ -173,7 +201,8 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
     for rule in cm.target.rules_for(op):
         if not _applies(rule, etype, spatial, k if role == "operand" else None):
             continue
-        prefs = preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels, combiner)
+        prefs = preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels, combiner,
+                                              ranks)
         if rule.kind == "dot_batch_not_most_minor" and op == "dot":
             batch = _dims(instr.attr("lhs_batch_dims")) if role == "result" else _dot_groups(instr, k)[0]
             bad = bool(batch) and cand.minor_to_major[0] in (
@@ -209,6 +238,8 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
                 if extra:
                     total += extra
                     reasons.append(f"{why} ({rule.note or rule.kind})")
+        elif rule.kind == "dot_nn" and role == "operand" and ranks:
+            pass  # with the result's layout: the graph's dot_form relation prices it
         elif prefs and cand not in prefs:
             miss(rule, prefs[0], f"not {prefs[0]}")
     if not reasons:
@@ -374,7 +405,8 @@ def _misordered_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape,
 def preferred_candidates_for_rule(cm: CostModel, instr: Instruction, role: str, k: int,
                                   shape: ArrayShape, rule: OpRule,
                                   labels: ConvDimLabels | None,
-                                  combiner: str = "") -> list[Candidate]:
+                                  combiner: str = "",
+                                  ranks: tuple[int, ...] = ()) -> list[Candidate]:
     op = rule_op(instr)
     rank = shape.rank
     if rule.kind == "default_layout":
@@ -392,6 +424,9 @@ def preferred_candidates_for_rule(cm: CostModel, instr: Instruction, role: str, 
             order = [labels.kernel_input_feature, *labels.kernel_spatial, labels.kernel_output_feature]
             return [Candidate(_m2m(order).minor_to_major, FRACTAL_Z)]
         return []
+    if op == "dot" and rule.kind == "dot_nn" and len(ranks) == 3:
+        forms = dot_forms(instr, k if role == "operand" else 0, ranks)  # type: ignore[arg-type]
+        return [Candidate(form[0 if role == "operand" else 1]) for form in forms]
     if op == "dot" and rule.kind == "dot_nn" and role == "result":
         return [Candidate(default_layout(rank).minor_to_major)]
     if op == "dot" and rule.kind == "dot_batch_most_major":

@@ -663,8 +663,34 @@ def test_a_dot_off_its_physical_nn_form_pays_a_slower_kernel_per_flop():
     nt = score(parse_module(_dot("1,0", "1,0", "1,0", 1)), cpu)
     assert nt.total == int(flops * operand) and "slower kernel" in nt.terms[0].reason
     assert score(parse_module(_dot("1,0", "0,1", "1,0", 1)), cpu).total == 0
+    # The result written transposed picks the mirror image (C^T = B^T A^T: the lhs with its
+    # free dim minor, the rhs with its contracting dim minor), measured as fast as the nn
+    # form (ccc 0.96-1.02x rrr), each other form as its mirror image (rrc as ccr, rcr as rcc).
+    assert score(parse_module(_dot("0,1", "0,1", "0,1", 0)), cpu).total == 0
     column_result = score(parse_module(_dot("1,0", "1,0", "0,1", 0)), cpu)
-    assert column_result.total == int(flops * result)
+    assert column_result.total == 2 * int(flops * operand)
+    assert "mirror image" in column_result.terms[0].reason
+    for lhs, rhs in (("1,0", "0,1"), ("0,1", "1,0")):
+        assert (score(parse_module(_dot(lhs, rhs, "0,1", 0)), cpu).total
+                == score(parse_module(_dot(rhs[::-1], lhs[::-1], "1,0", 0)), cpu).total
+                == int(flops * operand)), (lhs, rhs)
+    # A result in neither form (its two lhs-free dims swapped) pays the result's price too.
+    split = """HloModule s, entry_computation_layout={(f32[8,8,256]{2,1,0}, f32[256,256]{1,0})->f32[8,8,256]{OUT}}
+ENTRY e {
+  a = f32[8,8,256]{2,1,0} parameter(0)
+  b = f32[256,256]{1,0} parameter(1)
+  ROOT d = f32[8,8,256]{OUT} dot(a, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+}
+"""
+    assert score(parse_module(split.replace("OUT", "2,1,0")), cpu).total == 0
+    mirror = split.replace("OUT", "1,0,2").replace("{2,1,0}", "{1,0,2}").replace(
+        "256]{1,0}", "256]{0,1}")
+    assert score(parse_module(mirror), cpu).total == 0
+    # The mirror result with the operands in the nn form: both off the mirror image.
+    assert score(parse_module(split.replace("OUT", "1,0,2")), cpu).total == 2 * int(
+        flops * operand)
+    neither = score(parse_module(split.replace("OUT", "2,0,1")), cpu)
+    assert neither.total == int(flops * result)
 
 
 #: ``f32[n, m]`` transposed: the innermost loop reads ``n`` elements ``4 m`` bytes apart.
@@ -779,3 +805,16 @@ def test_both_window_forms_compute_the_cumulative_sum_numpy_computes():
     for execution in run.executions:
         assert execution.refusal is None
         np.testing.assert_allclose(execution.outputs[0], want, rtol=1e-5, atol=1e-4)
+
+
+def test_assignment_keeps_a_dot_whose_arrays_are_all_column_major_as_written():
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+
+    # Every array column-major: the product transposed, a form XLA:CPU runs as fast as the
+    # nn one, so no copy is worth its cost.
+    text = _dot("0,1", "0,1", "0,1", 0)
+    result = assign(parse_module(text), "cpu", AssignOptions(time_limit_s=5))
+    assert [i.opcode for i in result.module.entry.instructions] == [
+        "parameter", "parameter", "dot"]
+    assert result.objective == 0
