@@ -226,18 +226,16 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
             _, contracting = _dot_groups(instr, k)
             if contracting and set(cand.minor_to_major[: len(contracting)]) != set(contracting):
                 miss(rule, prefs[0], "contracting dims not most minor")
-        elif rule.kind == "window_minor":
-            if op == "reduce-window" and role == "result":
-                extra, why = _windowed_minor(instr, shape, here, rule)
-                if extra:
-                    total += extra
-                    reasons.append(f"{why} ({rule.note or rule.kind})")
-        elif rule.kind == "reduction_minor":
-            if op == "reduce" and role == "operand":
-                extra, why = _slow_reduction(cm, instr, shape, here, rule, combiner)
-                if extra:
-                    total += extra
-                    reasons.append(f"{why} ({rule.note or rule.kind})")
+        elif rule.kind in ("window_minor", "reduction_minor"):
+            extra, why = (
+                _windowed_minor(instr, shape, here, rule) if rule.kind == "window_minor"
+                and op == "reduce-window" and role == "result" else
+                _slow_reduction(cm, instr, shape, here, rule, combiner)
+                if rule.kind == "reduction_minor" and op == "reduce" and role == "operand"
+                else (0, ""))
+            if extra:
+                total += extra
+                reasons.append(f"{why} ({rule.note or rule.kind})")
         elif rule.kind == "dot_nn" and role == "operand" and ranks:
             pass  # with the result's layout: the graph's dot_form relation prices it
         elif prefs and cand not in prefs:
