@@ -227,12 +227,7 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
             if contracting and set(cand.minor_to_major[: len(contracting)]) != set(contracting):
                 miss(rule, prefs[0], "contracting dims not most minor")
         elif rule.kind in ("window_minor", "reduction_minor"):
-            extra, why = (
-                _windowed_minor(instr, shape, here, rule) if rule.kind == "window_minor"
-                and op == "reduce-window" and role == "result" else
-                _slow_reduction(cm, instr, shape, here, rule, combiner)
-                if rule.kind == "reduction_minor" and op == "reduce" and role == "operand"
-                else (0, ""))
+            extra, why = _measured_extra(cm, instr, role, shape, here, rule, combiner)
             if extra:
                 total += extra
                 reasons.append(f"{why} ({rule.note or rule.kind})")
@@ -243,6 +238,17 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
     if not reasons:
         return None
     return Preference(total, hard, "; ".join(reasons))
+
+
+def _measured_extra(cm: CostModel, instr: Instruction, role: str, shape: ArrayShape,
+                    here: ArrayShape, rule: OpRule, combiner: str) -> tuple[int, str]:
+    """``(extra ns, why)`` of a measured per-op term: a reduce-window's result
+    (``window_minor``) or a reduce's operand (``reduction_minor``) in its slow form."""
+    if rule.kind == "window_minor" and instr.opcode == "reduce-window" and role == "result":
+        return _windowed_minor(instr, shape, here, rule)
+    if rule.kind == "reduction_minor" and instr.opcode == "reduce" and role == "operand":
+        return _slow_reduction(cm, instr, shape, here, rule, combiner)
+    return 0, ""
 
 
 def _per_flop(rule: OpRule, role: str = "operand") -> tuple[float, str] | None:
