@@ -299,10 +299,13 @@ class OpRule(_Frozen):
     major dims, in their order (XLA:CPU's dot emitter rejects other dims there, and computes
     wrong numbers when the batch dims are most major in another order).
     ``dot_nn`` (``{ns_per_flop = 0.0034, result_ns_per_flop = 0.011}``): the backend runs a
-    dot fastest in its physical "nn" form: the lhs with its contracting dims most minor, the
-    rhs with its free (non-contracting) dims most minor, the result row-major; an operand in
-    another layout costs ``ns_per_flop`` per flop of the dot, a result
-    ``result_ns_per_flop`` (a slower kernel, not a transpose first).
+    dot fastest in its physical "nn" form (the lhs with its contracting dims most minor, the
+    rhs with its free dims most minor, the result row-major) or in its mirror image (the
+    product transposed, ``C^T = B^T A^T``: the lhs with its free dims minor, the rhs with its
+    contracting dims minor, the result's rhs-free dims major to its lhs-free ones); the
+    result's layout picks the form, an operand off it costs ``ns_per_flop`` per flop of the
+    dot, a result in neither form ``result_ns_per_flop`` (a slower kernel, not a transpose
+    first).
     ``reduction_minor`` (``{slow = "kept", read_factor = 0.45}``): a ``reduce`` whose operand's
     physically most-minor dim is ``kept`` (a column reduction) or ``reduced`` (a row
     reduction), whichever the backend runs slower, costs ``read_factor`` passes over the

@@ -76,7 +76,7 @@ op = "dot"
 kind = "dot_nn"
 hard = false
 params = {{ ns_per_flop = {c.dot_operand_ns_per_flop}, result_ns_per_flop = {c.dot_result_ns_per_flop} }}
-note = "XLA:CPU runs a dot fastest in the physical nn form (lhs contracting dims minor, rhs free dims minor, result row-major); an operand in another layout costs {c.dot_operand_ns_per_flop} ns per flop more, the result {c.dot_result_ns_per_flop} (measured)."
+note = "XLA:CPU runs a dot fastest in the physical nn form (lhs contracting dims minor, rhs free dims minor, result row-major) or in its mirror image (the product transposed: lhs free dims minor, rhs contracting dims minor, the result's rhs-free dims major to its lhs-free ones); an operand off the form its result's layout picks costs {c.dot_operand_ns_per_flop} ns per flop more, a result in neither form {c.dot_result_ns_per_flop} (measured)."
 
 [[op_rules]]
 op = "convolution"
