@@ -269,13 +269,15 @@ def test_a_convolution_in_another_layout_pays_the_naive_loop_per_flop():
     assert "naive loop" in nchw.terms[0].reason
 
 
-ORDER = """HloModule r, entry_computation_layout={(f32[64,32,128]{LAYOUT})->f32[128]{0}}
-add {
+#: The sum combiner of the reductions below.
+ADD = """add {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT s = f32[] add(a, b)
 }
-ENTRY e {
+"""
+ORDER = """HloModule r, entry_computation_layout={(f32[64,32,128]{LAYOUT})->f32[128]{0}}
+""" + ADD + """ENTRY e {
   p = f32[64,32,128]{LAYOUT} parameter(0)
   z = f32[] constant(0)
   ROOT r = f32[128]{0} reduce(p, z), dimensions={DIMS}, to_apply=add
@@ -732,12 +734,7 @@ def test_a_far_reading_transpose_streams_where_its_reads_fit_the_cache_sets():
 
 #: ``jnp.cumsum``'s reduce-window form: a sum over the last 16 elements of a dim, padded low.
 CUMSUM = """HloModule c, entry_computation_layout={(f32[128,4,16]{LAYOUT})->f32[128,4,16]{LAYOUT}}
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-ENTRY e {
+""" + ADD + """ENTRY e {
   p = f32[128,4,16]{LAYOUT} parameter(0)
   z = f32[] constant(0)
   ROOT r = f32[128,4,16]{LAYOUT} reduce-window(p, z), window={size=1x1x16 pad=0_0x0_0x15_0}, to_apply=add
