@@ -89,7 +89,8 @@ def dot_forms(instr: Instruction, k: int, ranks: tuple[int, int, int]
     mirror image (the product transposed, ``C^T = B^T A^T``: the lhs with its free dims
     minor, the rhs with its contracting dims minor, the result's rhs-free dims major to its
     lhs-free ones). XLA:CPU hands both to the same column-major kernel (measured: ``ccc``
-    0.96-1.02x ``rrr``, and each other form as fast as its mirror image, bench/dot_forms.py).
+    0.96-1.05x ``rrr``; a form with one operand off as fast as that operand off the other
+    orientation, bench/dot_forms.py).
     ``ranks``: the lhs's, the rhs's and the result's."""
     batch, contracting = _dot_groups(instr, k)
     free = [d for d in range(ranks[k]) if d not in batch and d not in contracting]
