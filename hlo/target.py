@@ -326,7 +326,8 @@ class OpRule(_Frozen):
     ``window_minor`` (``{ns_per_element = 0.3}``): a ``reduce-window`` whose result's
     physically most-minor dim (of size > 1) has a window of size > 1 costs ``ns_per_element``
     per element its windows read (result elements times window elements, padding included,
-    once per reduced array): the backend's loop over that dim then runs scalar.
+    once per reduced array; measured on XLA:CPU: 3-6x the time of the same windows with an
+    un-windowed dim minor).
     """
 
     op: str = Field(min_length=1)

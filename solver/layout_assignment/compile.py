@@ -43,7 +43,7 @@ from hlo.errors import HloError
 from hlo.shape import ArrayShape, element_bytes
 from solver.layout_assignment.costs import Candidate, CostModel, Term, physical_bytes
 from solver.layout_assignment.layout_graph import LayoutGraph, Relation
-from solver.layout_assignment.rules import preference
+from solver.layout_assignment.rules import dot_nn_rule, preference
 from solver.problem import FORBIDDEN, Problem, Tie, make_problem
 
 __all__ = ["Compiled", "RelationTables", "compile_problem", "copy_parts", "evaluate",
@@ -416,17 +416,17 @@ def _dot_form(cm: CostModel, rel: Relation, cu: Candidate, cv: Candidate
     result's layout picks (the nn form, or its mirror image where the result is written
     transposed; the nn form where the result is in neither, whose own price is the result's
     preference), the dot runs a slower kernel: the target's ``dot_nn`` ``ns_per_flop``."""
-    rule = next((r for r in cm.target.rules_for("dot") if r.kind == "dot_nn"), None)
+    rule = dot_nn_rule(cm, rel.shape.element_type, rel.operand)
     if rule is None or "ns_per_flop" not in rule.params:
         return 0, "", ""
-    operand, result = rel.forms[0]
     mirror = len(rel.forms) > 1 and cv.minor_to_major == rel.forms[1][1]
-    if mirror:
-        operand, result = rel.forms[1]
+    operand = rel.forms[1 if mirror else 0][0]
     if cu.minor_to_major == operand:
         return 0, "", ""
-    per = float(rule.params["ns_per_flop"])
     form = "its mirror image (the result written transposed)" if mirror else "the nn form"
+    if rule.hard:
+        return FORBIDDEN, "rule", f"dot operand {rel.operand} not {Candidate(operand)} ({form})"
+    per = float(rule.params["ns_per_flop"])
     return (int(rel.flops * per), "backend",
             f"dot operand {rel.operand} not {Candidate(operand)} ({form}): the dot runs a slower "
             f"kernel, {rel.flops} flops x {per:g} ns ({rule.note or rule.kind})")

@@ -107,6 +107,13 @@ def dot_forms(instr: Instruction, k: int, ranks: tuple[int, int, int]
     return tuple(forms)
 
 
+def dot_nn_rule(cm: CostModel, element_type: str, k: int) -> OpRule | None:
+    """The target's ``dot_nn`` rule that applies to operand ``k`` of ``element_type``
+    (None: the target prices no dot form there)."""
+    return next((r for r in cm.target.rules_for("dot")
+                 if r.kind == "dot_nn" and _applies(r, element_type, None, k)), None)
+
+
 def _conv_orders(labels: ConvDimLabels, role: str, k: int, layout: str) -> Candidate | None:
     if role == "operand" and k == 0:
         b, f, s = labels.input_batch, labels.input_feature, list(labels.input_spatial)

@@ -819,3 +819,20 @@ def test_assignment_keeps_a_dot_whose_arrays_are_all_column_major_as_written():
     assert [i.opcode for i in result.module.entry.instructions] == [
         "parameter", "parameter", "dot"]
     assert result.objective == 0
+
+
+def test_a_dot_form_rule_prices_only_the_element_types_and_operands_it_names():
+    cpu = load_target("cpu")
+    rule = next(r for r in cpu.rules_for("dot") if r.kind == "dot_nn")
+    flops = 2 * 64 * 256 * 256
+    ns = rule.params["ns_per_flop"]
+
+    def priced(**restriction) -> int:
+        changed = rule.model_copy(update=restriction)
+        target = cpu.model_copy(update={"op_rules": tuple(
+            changed if r is rule else r for r in cpu.op_rules)})
+        return score(parse_module(_dot("0,1", "0,1", "1,0", 0)), target).total  # both off
+
+    assert priced() == 2 * int(flops * ns)
+    assert priced(element_types=("bf16",)) == 0
+    assert priced(operands=(1,)) == int(flops * ns)
