@@ -318,8 +318,11 @@ class OpRule(_Frozen):
     ``wide_factor`` (``kept`` only), a column reduction reading its
     elements at most ``narrow_stride`` bytes apart pays ``read_factor`` passes, one reading
     them ``wide_stride`` bytes apart or more ``wide_factor``, in between by log2 of the
-    stride; with ``order_factor`` (``kept`` only), a row reduction whose physically
-    minor dim is not the one whose loop the backend vectorizes costs that many passes more:
+    stride, those passes measured over an operand of ``large_bytes`` (1 MiB); with
+    ``small_bytes`` and ``small_scale``, an operand of ``small_bytes`` or less pays
+    ``small_scale`` times them, one in between in proportion to log2 of its size; with
+    ``order_factor`` (``kept`` only), a row reduction whose physically minor dim is not the
+    one whose loop the backend vectorizes costs that many passes more:
     XLA:CPU nests the loops of the reduced dims in their listed order, the last innermost, and
     an innermost loop of at most ``unroll_extent`` iterations is unrolled whole, leaving the
     loop around it to be vectorized.

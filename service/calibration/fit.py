@@ -22,8 +22,9 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
 - the column reductions ``column_R`` against ``row_R`` (``R`` elements reduced per result
   element): ``e_R = (t(column_R) - t(row_R))`` over one pass of the operand as the model
   prices it (at the cache's bandwidth when it fits) extra passes;
-  ``reduce_min_extent`` is the smallest ``R`` from which on every ``e_R >= 1`` (below it a
-  column reduction is as fast as a row one: its strided reads stay in cache), and
+  ``reduce_min_extent`` is the smallest ``R`` from which on every column form takes more
+  than :data:`COLUMN_SLOWER` times its row form (below it a column reduction runs about as
+  fast as a row one: its strided reads stay in cache), and
   ``reduce_read_factor`` the median ``e_R`` from there over the ``R`` whose column form reads
   at most :data:`NARROW_STRIDE` bytes apart (without the group: the 2-D fit above), and
   ``reduce_wide_factor`` the median over those reading :data:`WIDE_STRIDE` bytes apart or
@@ -71,6 +72,10 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   ``(t(dot_operand) - t(dot_nn)) / flops`` and ``(t(dot_result) - t(dot_nn)) / flops`` over the
   dot shapes: a dot off its physical nn form runs a slower kernel (the values of
   ``bench/dot_forms.py`` on 2026-11-27, 0.0034 and 0.011, without the groups);
+- ``reduce_small_scale``: the median over the ``scolumn_R``/``srow_R`` pairs (256 KiB) of
+  their extra passes over those the ``column_R`` fit gives at the same stride: what a column
+  reduction over an operand that fits in the cache nearest the core pays of them (1 without
+  the pairs);
 - ``window_minor_ns``: the median over the reduce-window groups of ``(t(window_minor) -
   t(window_plain)) / reads``: a reduce-window whose result has a windowed dim physically minor,
   per element its windows read (0 without the groups);
@@ -84,6 +89,7 @@ Example: samples made from bandwidth 10 GB/s, fixed 500 ns, minor 3 give back ex
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -149,6 +155,7 @@ class Coefficients:
     copy_tile_ns: float = 0.0
     copy_tile_input_factor: float = 1.0
     window_minor_ns: float = 0.0
+    reduce_small_scale: float = 1.0
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -169,7 +176,8 @@ class Coefficients:
                             round(self.dot_operand_ns_per_flop, 4),
                             round(self.dot_result_ns_per_flop, 4), round(self.copy_tile_ns, 2),
                             round(self.copy_tile_input_factor, 2),
-                            round(self.window_minor_ns, 3))
+                            round(self.window_minor_ns, 3),
+                            round(self.reduce_small_scale, 2))
 
 
 def _of(samples: Sequence[Sample], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -239,6 +247,8 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         copy_tile_ns=tile_ns,
         copy_tile_input_factor=_copy_tiles(samples, "copy_rev", tile_ns),
         window_minor_ns=_window_minor(samples),
+        reduce_small_scale=_small_scale(samples, bandwidth, cache_bandwidth, read_factor or 0.0,
+                                        wide_factor, min_extent),
     )
 
 
@@ -281,6 +291,12 @@ def _variadic_extent(samples: Sequence[Sample]) -> int:
 #: runs, 0.99-1.16 of the row form up to 64 KiB and 1.69-2.37 from 128 KiB on, a step that
 #: this places clear of the noise (5 % put it at 16, 32 and 64 KiB in the three runs).
 SLOWER = 1.25
+
+
+#: A column reduction this much slower than its row form counts as slow: measured in three runs
+#: on a quiet machine (f32, 1 MiB), 0.66-1.22 of the row form up to 64 elements per result and
+#: 12.6-20.1 from 128 on, a step this places clear of both.
+COLUMN_SLOWER = 2.0
 
 
 def _variadic_span(samples: Sequence[Sample]) -> int:
@@ -446,10 +462,46 @@ def _pass_ns(nbytes: int, bandwidth: float, cache_bandwidth: float) -> float:
 
 
 #: Column reductions reading at most this many bytes apart pay ``reduce_read_factor``, from
-#: :data:`WIDE_STRIDE` on ``reduce_wide_factor`` (measured, not fitted: 7.7-9.3 extra passes
-#: from 128 to 512 bytes apart, 17 at 1 KiB, 28 at 2 KiB, 33-35 from 4 KiB on).
-NARROW_STRIDE = 512
+#: :data:`WIDE_STRIDE` on ``reduce_wide_factor``, in between by log2 of the stride (measured
+#: on a quiet machine, not fitted, f32 sums of 1 MiB, medians of three runs: 14.5 extra passes
+#: at 128 bytes apart, 16.1 at 256, 25.1 at 512, 26.6 at 1 KiB, 38.5 at 2 KiB, 47.4-50.6 from
+#: 4 KiB on: every doubling of the stride costs more).
+NARROW_STRIDE = 128
 WIDE_STRIDE = 4096
+#: The operand size of the ``scolumn_R``/``srow_R`` pairs and of the ``column_R``/``row_R``
+#: ones: a column reduction over ``SMALL_BYTES`` or less pays ``reduce_small_scale`` times
+#: the passes measured over ``LARGE_BYTES``, in between by log2 of the size.
+SMALL_BYTES = 1 << 18
+LARGE_BYTES = 1 << 20
+
+
+def _small_scale(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float,
+                 read_factor: float, wide_factor: float, min_extent: int) -> float:
+    """The median over the ``scolumn_R``/``srow_R`` pairs (``R >= min_extent``) of their
+    extra passes over those the 1 MiB fit gives at the same stride (1 without them)."""
+    times = {s.kind: s for s in samples if s.kind.startswith(("scolumn_", "srow_"))}
+    extents = [int(k.split("_")[1]) for k in times if k.startswith("scolumn_")
+               and f"srow_{k.split('_')[1]}" in times and int(k.split("_")[1]) >= min_extent]
+    ratios = []
+    for r in sorted(extents):
+        column, row = times[f"scolumn_{r}"], times[f"srow_{r}"]
+        fitted = _passes_at(column.bytes // r, read_factor, wide_factor or read_factor)
+        if fitted > 0:
+            ratios.append((column.ns - row.ns)
+                          / _pass_ns(column.bytes, bandwidth, cache_bandwidth) / fitted)
+    return max(0.0, float(np.median(ratios))) if ratios else 1.0
+
+
+def _passes_at(stride: int, low: float, high: float) -> float:
+    """The 1 MiB fit's extra passes at a read stride: ``low`` up to :data:`NARROW_STRIDE`,
+    ``high`` from :data:`WIDE_STRIDE`, by log2 of the stride in between (as the cost model
+    prices them)."""
+    if stride <= NARROW_STRIDE:
+        return low
+    if stride >= WIDE_STRIDE:
+        return high
+    return low + (high - low) * math.log2(stride / NARROW_STRIDE) / math.log2(
+        WIDE_STRIDE / NARROW_STRIDE)
 
 
 def _column_reductions(samples: Sequence[Sample], bandwidth: float,
@@ -463,14 +515,15 @@ def _column_reductions(samples: Sequence[Sample], bandwidth: float,
         return None, 0, 0.0
     extra = {r: (times[f"column_{r}"].ns - times[f"row_{r}"].ns)
              / _pass_ns(times[f"column_{r}"].bytes, bandwidth, cache_bandwidth) for r in extents}
-    slow = [r for r in extents if all(extra[q] >= 1.0 for q in extents if q >= r)]
+    min_extent = _slow_from(samples, "column_", "row_", COLUMN_SLOWER)
+    slow = [r for r in extents if r >= min_extent]
     if not slow:
-        return 0.0, extents[-1] * 2, 0.0
+        return 0.0, min_extent, 0.0
     # [R, m] f32 reduced over dim 0 with dim 1 minor reads 4 m = bytes / R bytes apart.
     narrow = [extra[r] for r in slow if times[f"column_{r}"].bytes // r <= NARROW_STRIDE]
     wide = [extra[r] for r in slow if times[f"column_{r}"].bytes // r >= WIDE_STRIDE]
     every = float(np.median([extra[r] for r in slow]))
-    return (float(np.median(narrow)) if narrow else every, slow[0],
+    return (float(np.median(narrow)) if narrow else every, min_extent,
             float(np.median(wide)) if wide else every)
 
 

@@ -27,9 +27,10 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
   with the input, the kernel or the result in another layout (``bytes`` is its flops here);
 - ``column_R`` / ``row_R``: a sum over dim 0 of ``[R, N/R]`` (1 MiB of f32) laid out ``{1,0}``
   (the kept dim minor: each result element reads ``R`` elements a row apart) or ``{0,1}``
-  (the reduced dim minor), for ``R`` from 16 to 4096: where a column reduction turns slow,
+  (the reduced dim minor), for ``R`` from 16 to 8192: where a column reduction turns slow,
   and how slow by how far apart it reads (``4 N / R`` bytes: 4 KiB at ``R`` = 256 down to
-  256 bytes at 4096);
+  128 bytes at 8192);
+- ``scolumn_R`` / ``srow_R``: the same pairs over 256 KiB (:data:`SMALL_EXTENTS`);
 - ``rowmax_R``: the row form of ``column_R`` with a ``maximum`` combiner (not vectorized);
 - ``argcol_R`` / ``argrow_R``: ``column_R`` and ``row_R`` as an argmax (a variadic reduce of
   the operand and an s32 iota in its layout, with the combiner ``jnp.argmax`` lowers to:
@@ -221,17 +222,23 @@ def binary_group(t: str, n: int, ops: tuple[str, ...] = ("add", "dot")) -> Group
 
 
 #: Reduced extents of the column/row reduction group (elements each result element reads).
-STRIDED_EXTENTS = (16, 32, 64, 128, 256, 1024, 2048, 4096)
+STRIDED_EXTENTS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+#: The column/row pairs again over 256 KiB (2 KiB, 512 and 128 bytes apart): how much of the
+#: passes measured over 1 MiB an operand that fits in the cache nearest the core pays.
+SMALL_EXTENTS = (128, 512, 2048)
+SMALL_ELEMENTS = 1 << 16
 
 
-def reduction_group(extent: int, elements: int = 1 << 18) -> Group:
+def reduction_group(extent: int, elements: int = 1 << 18, small: bool = False) -> Group:
     """``f32[extent, elements/extent]`` summed over dim 0, as a column (``{1,0}``) and as a row
-    (``{0,1}``) reduction, with a base module of the same parameter."""
+    (``{0,1}``) reduction, with a base module of the same parameter; ``small``: only those
+    two, their kinds prefixed ``s`` (the same at another size)."""
     n, m = extent, elements // extent
     out = f"f32[{m}]{{0}}"
     benches = []
-    for kind, layout in (("base", "{1,0}"), ("column", "{1,0}"), ("row", "{0,1}"),
-                         ("rowmax", "{0,1}"), ("argcol", "{1,0}"), ("argrow", "{0,1}")):
+    forms = (("base", "{1,0}"), ("column", "{1,0}"), ("row", "{0,1}"),
+             ("rowmax", "{0,1}"), ("argcol", "{1,0}"), ("argrow", "{0,1}"))
+    for kind, layout in forms[:3] if small else forms:
         p = f"f32[{n},{m}]{layout}"
         label = f"{kind}{extent}_f32_{n}x{m}"
         if kind.startswith("arg"):
@@ -250,8 +257,8 @@ def reduction_group(extent: int, elements: int = 1 << 18) -> Group:
             body = [f"%p = {p} parameter(0)", f"%z = f32[] constant({init})",
                     f"ROOT %r = {out} reduce(%p, %z), dimensions={{0}}, to_apply=%sum"]
             module = _module(label, [p], body, out, reducer)
-        benches.append(Bench(kind if kind == "base" else f"{kind}_{extent}", label, module,
-                             n * m * 4, "f32"))
+        name = kind if kind == "base" else f"{'s' if small else ''}{kind}_{extent}"
+        benches.append(Bench(name, label, module, n * m * 4, "f32"))
     return Group(f"f32[{n},{m}] reduce", tuple(benches))
 
 
@@ -596,6 +603,8 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [major_group("f32", n, m) for n, m in sizes]
     out += [binary_group("f32", n) for n in (256, 512)[: 1 if quick else 2]]
     out += [reduction_group(r) for r in (STRIDED_EXTENTS[1::2] if quick else STRIDED_EXTENTS)]
+    out += [reduction_group(r, SMALL_ELEMENTS, small=True)
+            for r in (SMALL_EXTENTS[1:2] if quick else SMALL_EXTENTS)]
     out += [variadic_span_group(w) for w in (SPAN_WIDTHS[2::2] if quick else SPAN_WIDTHS)]
     out += [reduction_order_group(*case) for case in (ORDER_CASES[1:2] if quick else ORDER_CASES)]
     out += [copy_rows_group(c) for c in (ROW_EXTENTS[2:3] if quick else ROW_EXTENTS)]

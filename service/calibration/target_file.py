@@ -12,7 +12,8 @@ import numpy as np
 from hlo.shape import element_bits
 
 from hlo.target import TILE_BYTES
-from service.calibration.fit import CACHE_BYTES, NARROW_STRIDE, WIDE_STRIDE, DeviceCoefficients
+from service.calibration.fit import (CACHE_BYTES, LARGE_BYTES, NARROW_STRIDE, SMALL_BYTES, WIDE_STRIDE,
+                                    DeviceCoefficients)
 from service.calibration.microbenchmarks import NEAR_MIN_BYTES, NEAR_STRIDE
 from service.calibration.run import Calibration
 
@@ -147,10 +148,16 @@ def target_toml(calibration: Calibration) -> str:
                                if c.reduce_variadic_min_extent else "")
                             + (f" at most {NARROW_STRIDE} bytes apart, {c.reduce_wide_factor} "
                                f"from {WIDE_STRIDE} bytes apart on (in between by log2 of "
-                               "the stride)" if c.reduce_wide_factor else ""),
+                               "the stride)" if c.reduce_wide_factor else "")
+                            + (f", over {LARGE_BYTES} bytes ({c.reduce_small_scale}x that over "
+                               f"{SMALL_BYTES} bytes or less, in between by log2 of the size)"
+                               if c.reduce_small_scale != 1.0 else ""),
                             wide_param=(f", wide_factor = {c.reduce_wide_factor}, narrow_stride = "
                                         f"{NARROW_STRIDE}, wide_stride = {WIDE_STRIDE}"
-                                        if c.reduce_wide_factor else ""),
+                                        if c.reduce_wide_factor else "")
+                            + (f", small_bytes = {SMALL_BYTES}, large_bytes = {LARGE_BYTES}, "
+                               f"small_scale = {c.reduce_small_scale}"
+                               if c.reduce_small_scale != 1.0 else ""),
                             extent_param=(f", min_extent = {c.reduce_min_extent}"
                                           if c.reduce_min_extent else "")
                             + (f", variadic_min_extent = {c.reduce_variadic_min_extent}"

@@ -309,7 +309,7 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
     stride_note = ""
     if form == "kept" and "wide_factor" in rule.params:
         stride = _column_stride(here, order, reduced)
-        factor = _column_passes(rule, stride)
+        factor = _column_passes(rule, stride, physical_size_bytes(here))
         stride_note = f", reading {stride} bytes apart"
     scalar = ""
     if combiner in rule.params.get("scalar", ()):
@@ -358,21 +358,40 @@ def _column_stride(here: ArrayShape, order: list[int], reduced: set[int]) -> int
     return stride
 
 
-def _column_passes(rule: OpRule, stride: int) -> float:
-    """A column reduction's extra passes at a read stride: ``read_factor`` up to
-    ``narrow_stride`` bytes, ``wide_factor`` from ``wide_stride`` on, and in between in
-    proportion to log2 of the stride (measured, f32 sums of 1 MiB, extra passes over the row
-    form: 9.3, 7.7, 8.9 at 128, 256, 512 bytes apart; 17.0 at 1 KiB, 28.3 at 2 KiB; 35.2 at
-    4 KiB and 32.9 at 8 KiB: strided reads that stay within a few cache lines' reach cost the
-    same, farther ones miss more)."""
+def _column_passes(rule: OpRule, stride: int, nbytes: int) -> float:
+    """A column reduction's extra passes at a read stride over an operand of ``nbytes``:
+    ``read_factor`` up to ``narrow_stride`` bytes, ``wide_factor`` from ``wide_stride`` on,
+    and in between in proportion to log2 of the stride (measured on a quiet machine, f32
+    sums of 1 MiB, extra passes over the row form, medians of three runs: 14.5, 16.1, 25.1 at
+    128, 256, 512 bytes apart; 26.6 at 1 KiB, 38.5 at 2 KiB; 50.6 at 4 KiB and 47.4 at 8 KiB:
+    the farther apart the reads, the more of them miss). Those passes are over an operand of
+    ``large_bytes`` (1 MiB); with ``small_bytes`` and ``small_scale``, an operand of
+    ``small_bytes`` or less pays ``small_scale`` times them, and one in between in proportion
+    to log2 of its size (an operand that fits in the cache nearest the core misses less)."""
     low, high = float(rule.params["read_factor"]), float(rule.params["wide_factor"])
     narrow = int(rule.params.get("narrow_stride", 512))
     wide = int(rule.params.get("wide_stride", 4096))
     if stride <= narrow or wide <= narrow:
-        return low if stride <= narrow else high
-    if stride >= wide:
-        return high
-    return low + (high - low) * math.log2(stride / narrow) / math.log2(wide / narrow)
+        passes = low if stride <= narrow else high
+    elif stride >= wide:
+        passes = high
+    else:
+        passes = low + (high - low) * math.log2(stride / narrow) / math.log2(wide / narrow)
+    return passes * _size_scale(rule, nbytes)
+
+
+def _size_scale(rule: OpRule, nbytes: int) -> float:
+    """What a column reduction over ``nbytes`` pays of the passes measured over
+    ``large_bytes`` (:func:`_column_passes`): 1 from there on, ``small_scale`` up to
+    ``small_bytes``, in proportion to log2 of the size in between."""
+    small = int(rule.params.get("small_bytes", 0))
+    large = int(rule.params.get("large_bytes", 1 << 20))
+    scale = float(rule.params.get("small_scale", 1.0))
+    if not small or small >= large or nbytes >= large:
+        return 1.0
+    if nbytes <= small:
+        return scale
+    return scale + (1.0 - scale) * math.log2(nbytes / small) / math.log2(large / small)
 
 
 def _vectorized_dim(reduced: list[int], shape: ArrayShape, rule: OpRule,

@@ -80,6 +80,16 @@ def test_the_column_group_gives_the_passes_near_and_far_apart_separately():
     assert c.reduce_wide_factor == pytest.approx(33.0)
 
 
+def test_a_column_form_a_little_slower_than_its_row_form_is_not_the_slow_one():
+    # At 64 elements per result the column form ran 1.18-1.22x its row form (measured): more
+    # than one pass over the operand here, far from the 12-20x from 128 elements on.
+    samples = [s for s in column_group(256, 12.0) if s.kind not in ("row_64", "column_64")]
+    samples += [Sample("row_64", 1 << 20, 1e6), Sample("column_64", 1 << 20, 1.2e6)]
+    c = fit(synthetic() + samples)
+    assert c.reduce_min_extent == 256
+    assert c.reduce_read_factor == pytest.approx(12.0)
+
+
 def test_a_column_group_that_is_never_slow_prices_no_column_reduction():
     c = fit(synthetic() + column_group(1 << 20, 12.0))
     assert c.reduce_read_factor == 0.0 and c.reduce_min_extent > 4096
@@ -145,7 +155,35 @@ def test_the_written_target_file_loads_and_carries_the_coefficients(tmp_path):
     rule = next(r for r in load_target(read_target_file(path)).op_rules
                 if r.kind == "reduction_minor")
     assert rule.params == {"slow": "kept", "read_factor": 12.0, "wide_factor": 12.0,
-                           "narrow_stride": 512, "wide_stride": 4096, "min_extent": 256}
+                           "narrow_stride": 128, "wide_stride": 4096, "min_extent": 256}
+    with_small = fit(synthetic() + column_group(256, 12.0) + small_pairs(6.0)).rounded()
+    path.write_text(target_toml(dataclasses.replace(calibration, coefficients=with_small)))
+    rule = next(r for r in load_target(read_target_file(path)).op_rules
+                if r.kind == "reduction_minor")
+    assert rule.params["small_scale"] == 0.5
+    assert (rule.params["small_bytes"], rule.params["large_bytes"]) == (1 << 18, 1 << 20)
+
+
+def small_pairs(extra_passes: float, extents=(128, 512, 2048)) -> list[Sample]:
+    """Row and column reductions of 256 KiB, the column ones ``extra_passes`` slower."""
+    one_pass = (1 << 18) / TRUE["bandwidth"]
+    out = []
+    for r in extents:
+        out += [Sample(f"srow_{r}", 1 << 18, 1e4),
+                Sample(f"scolumn_{r}", 1 << 18, 1e4 + extra_passes * one_pass)]
+    return out
+
+
+def test_the_small_pairs_give_the_share_of_the_passes_a_smaller_operand_pays():
+    # The 1 MiB pairs: 12 extra passes at every stride from 256 elements per result on; over
+    # 256 KiB 6, 3 and 9: median 6.
+    samples = synthetic() + column_group(256, 12.0)
+    assert fit(samples).reduce_small_scale == 1.0  # without the small pairs
+    mixed = (small_pairs(6.0, (512,)) + small_pairs(3.0, (2048,)) + small_pairs(9.0, (256,)))
+    assert fit(samples + mixed).reduce_small_scale == pytest.approx(0.5)
+    # Pairs below the extent where column reductions turn slow say nothing about the passes.
+    assert fit(samples + small_pairs(6.0, (512,)) + small_pairs(100.0, (128,))
+               ).reduce_small_scale == pytest.approx(0.5)
 
 
 def test_the_reduction_order_factor_is_the_extra_passes_of_the_misordered_row_reduction(tmp_path):

@@ -58,15 +58,22 @@ def test_a_standalone_transpose_costs_the_copys_passes_times_the_standalone_fact
     assert "standalone transpose" in standalone.terms[0].reason
 
 
-def column_passes(params: dict, stride: int) -> float:
-    """The rule's extra passes for a column reduction reading ``stride`` bytes apart, as the
-    target's documentation states it: ``read_factor`` up to ``narrow_stride``,
-    ``wide_factor`` from ``wide_stride`` on, linear in log2 of the stride between."""
-    if "wide_factor" not in params:
-        return params["read_factor"]
-    lo, hi = math.log2(params["narrow_stride"]), math.log2(params["wide_stride"])
-    t = min(1.0, max(0.0, (math.log2(stride) - lo) / (hi - lo)))
-    return params["read_factor"] + t * (params["wide_factor"] - params["read_factor"])
+def column_passes(params: dict, stride: int, nbytes: int) -> float:
+    """The rule's extra passes for a column reduction reading ``stride`` bytes apart over
+    ``nbytes``, as the target's documentation states it: ``read_factor`` up to
+    ``narrow_stride``, ``wide_factor`` from ``wide_stride`` on, linear in log2 of the stride
+    between; times ``small_scale`` up to ``small_bytes``, 1 from ``large_bytes``, linear in
+    log2 of the size between."""
+    passes = params["read_factor"]
+    if "wide_factor" in params:
+        lo, hi = math.log2(params["narrow_stride"]), math.log2(params["wide_stride"])
+        t = min(1.0, max(0.0, (math.log2(stride) - lo) / (hi - lo)))
+        passes += t * (params["wide_factor"] - params["read_factor"])
+    if "small_scale" not in params:
+        return passes
+    lo, hi = math.log2(params["small_bytes"]), math.log2(params["large_bytes"])
+    t = min(1.0, max(0.0, (math.log2(nbytes) - lo) / (hi - lo)))
+    return passes * (params["small_scale"] + t * (1.0 - params["small_scale"]))
 
 
 def test_the_slow_reduction_form_pays_its_extra_passes():
@@ -77,14 +84,15 @@ def test_the_slow_reduction_form_pays_its_extra_passes():
     slow, fast = (column, row) if rule.params["slow"] == "kept" else (row, column)
     assert fast.total == 0
     # Each result element reads its 256 elements one row of 512 f32 apart.
-    extra = int(column_passes(rule.params, 512 * 4) * cpu.pass_ns(256 * 512 * 4))
+    extra = int(column_passes(rule.params, 512 * 4, 256 * 512 * 4) * cpu.pass_ns(256 * 512 * 4))
     assert slow.total == extra > 0
     assert "the slow form" in slow.terms[0].reason
 
 
 def test_a_column_reduction_pays_more_the_farther_apart_it_reads():
-    # Measured (f32 sums of 1 MiB, extra passes over the row form): 7.7-9.3 from 128 to
-    # 512 bytes apart, 17.0 at 1 KiB, 28.3 at 2 KiB, 33-35 at 4 and 8 KiB.
+    # Measured (f32 sums of 1 MiB, extra passes over the row form, medians of three runs):
+    # 14.5 at 128 bytes apart, 16.1 at 256, 25.1 at 512, 26.6 at 1 KiB, 38.5 at 2 KiB,
+    # 47.4-50.6 at 4 and 8 KiB.
     cpu = load_target("cpu")
     rule = next(r for r in cpu.op_rules if r.kind == "reduction_minor")
     assert rule.params["wide_factor"] > rule.params["read_factor"] > 0
@@ -93,12 +101,30 @@ def test_a_column_reduction_pays_more_the_farther_apart_it_reads():
         text = REDUCE.replace("256,512", f"{rows},{cols}").replace("OUT", str(cols)).replace(
             "DIM", "0")
         total = score(parse_module(text), cpu).total
-        passes = column_passes(rule.params, cols * 4) if rows >= rule.params["min_extent"] else 0
-        assert total == int(passes * cpu.pass_ns(rows * cols * 4))
+        nbytes = rows * cols * 4
+        passes = (column_passes(rule.params, cols * 4, nbytes)
+                  if rows >= rule.params["min_extent"] else 0)
+        assert total == int(passes * cpu.pass_ns(nbytes))
         totals.append(total)
-    # 256 and 512 bytes apart cost the same; from there on each doubling costs more, up to
-    # 4 KiB; 64 rows are below min_extent: free.
-    assert totals[0] == totals[1] < totals[2] < totals[3] and totals[4] == 0
+    # Each doubling of the stride costs more, up to 4 KiB; 64 rows are below min_extent: free.
+    assert totals[0] < totals[1] < totals[2] < totals[3] and totals[4] == 0
+
+
+def test_a_column_reduction_over_an_operand_that_fits_nearer_the_core_pays_fewer_passes():
+    # Measured (f32 sums, 2 KiB, 512 and 128 bytes apart): 31.5-35.0, 16.5-18.6 and 8.2-9.8
+    # extra passes over 256 KiB against 38.5, 25.1 and 14.5 over 1 MiB.
+    cpu = load_target("cpu")
+    rule = next(r for r in cpu.op_rules if r.kind == "reduction_minor")
+    assert 0 < rule.params["small_scale"] < 1
+    assert rule.params["small_bytes"] == 256 * 1024 and rule.params["large_bytes"] == 1 << 20
+    per_byte = []
+    for rows in (128, 256, 512, 1024):  # rows of 512 f32, 2 KiB apart: 256 KiB .. 2 MiB
+        text = REDUCE.replace("256,512", f"{rows},512").replace("OUT", "512").replace(
+            "DIM", "0")
+        per_byte.append(score(parse_module(text), cpu).total / cpu.pass_ns(rows * 2048))
+    small, middle, large, larger = per_byte
+    assert small == pytest.approx(rule.params["small_scale"] * large, rel=1e-3)
+    assert small < middle < large == pytest.approx(larger, rel=1e-3)
 
 
 MIXED_ADD = """HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[256,512]{LAYOUT})->f32[256,512]{1,0}}
@@ -388,7 +414,11 @@ def test_a_variadic_column_reduction_turns_slow_at_its_own_extent():
     assert 16 < rule.params["variadic_min_extent"] <= 32 < rule.params["min_extent"]
     assert rule.params["variadic_min_span"] <= 32 * 4096
     assert rule.params["wide_stride"] <= 4096  # the widest reads: wide_factor passes
-    expected = int(rule.params["wide_factor"] * (1024 * 32 * 4) / cpu.cache_bandwidth_gb_per_s)
+    nbytes = 1024 * 32 * 4  # 128 KiB: small_scale times the passes measured over 1 MiB
+    expected = int(column_passes(rule.params, 4096, nbytes) * nbytes
+                   / cpu.cache_bandwidth_gb_per_s)
+    assert column_passes(rule.params, 4096, nbytes) == pytest.approx(
+        rule.params["wide_factor"] * rule.params["small_scale"])
     scored = score(parse_module(ARGMAX), cpu)
     assert scored.total == expected
     assert "the slow form" in scored.terms[0].reason
@@ -556,7 +586,7 @@ def test_a_maximum_column_reduction_pays_less_than_an_add_one():
     column = REDUCE.replace("OUT", "512").replace("DIM", "0")
     add = score(parse_module(column), cpu)
     maximum = score(parse_module(column.replace("] add(a, b)", "] maximum(a, b)")), cpu)
-    passes = column_passes(rule.params, 512 * 4) - rule.params["scalar_factor"]
+    passes = column_passes(rule.params, 512 * 4, 256 * 512 * 4) - rule.params["scalar_factor"]
     assert maximum.total == int(passes * cpu.pass_ns(256 * 512 * 4)) < add.total
     assert "scalar maximum row reduction" in maximum.terms[0].reason
 
