@@ -30,6 +30,9 @@ STANDALONE_MIN_STRIDE = NEAR_STRIDE
 #: factor; below it the factor scales with the stride (measured: 512 bytes apart 1.7x the
 #: copy, 1 KiB 2.5-4.5x, 2 KiB 7.7x); not fitted.
 STANDALONE_FULL_STRIDE = 2048
+#: From this operand size on a standalone transpose's whole loop nest must stay cached
+#: (measured, not fitted: ``hlo.target.TransposeCost``).
+NEST_MIN_BYTES = 131072
 
 _TEMPLATE = '''# {platform}: calibrated by `hlo-layout calibrate --platform {platform}` through XLA's own
 # execution path (the module run as written, one pinned CPU, {reps} interleaved rounds).
@@ -52,7 +55,8 @@ reshape_standalone = {c.reshape_standalone}
 standalone_min_stride = {min_stride}
 standalone_near = {c.standalone_near}
 standalone_near_min_bytes = {near_min_bytes}
-standalone_full_stride = {full_stride}{standalone_rows}
+standalone_full_stride = {full_stride}
+nest_min_bytes = {nest_min_bytes}{standalone_rows}
 standalone_major = {c.standalone_major}
 note = "Slopes of XLA:CPU copy and transpose times against bytes, relative to a plain copy."
 {cache}
@@ -129,6 +133,7 @@ def target_toml(calibration: Calibration) -> str:
                             min_stride=STANDALONE_MIN_STRIDE,
                             near_min_bytes=NEAR_MIN_BYTES,
                             full_stride=STANDALONE_FULL_STRIDE,
+                            nest_min_bytes=NEST_MIN_BYTES,
                             standalone_rows_note=(
                                 "" if c.standalone_row_ns is None else
                                 f"; a standalone transpose {c.standalone_row_ns} ns per run of its "

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -284,13 +284,23 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
             f"transpose moves data: {base_why}; its innermost loop reads {stride} bytes "
             f"apart, close enough to cost the copy's passes with {own:g} ns per run (a "
             "standalone loop)")
-    streams = _streams(cm.target, stride, dst)
+    cache = target.cache
+    nest = (_transpose_nest(src, dst, rel.dims, cache.line_bytes)
+            if cache is not None and target.nest_min_bytes
+            and physical_bytes(src) >= target.nest_min_bytes else None)
+    streams = _streams(cm.target, stride, dst, nest)
     if streams:
         return want, ns, why, base, f"transpose moves data: {base_why}; {streams}"
     slower = _by_stride(cm.target, target.standalone, stride)
+    share = ""
+    if cache is not None and nest and len(nest) > 1:
+        # Only the reads whose lines are evicted before they are read again miss.
+        over = cache.overflow(nest)
+        slower = 1.0 + (slower - 1.0) * over
+        share = f"; {over:.0%} of the lines its loops read are evicted before they are read again"
     return want, ns, why, math.ceil(base * slower), (
         f"transpose moves data: {base_why}; x{slower:.3g}: a standalone transpose, slower than "
-        f"a copy doing the same movement (reads {stride} bytes apart)")
+        f"a copy doing the same movement (reads {stride} bytes apart{share})")
 
 
 def _dims_over_one(shape: ArrayShape) -> int:
@@ -666,19 +676,46 @@ def evaluate(cm: CostModel, graph: LayoutGraph, chosen: list[Candidate]
     return sum(t.ns for t in terms), terms, broken
 
 
-def _streams(target, stride: int, dst: ArrayShape) -> str:
+def _streams(target, stride: int, dst: ArrayShape,
+             nest: Sequence[tuple[int, int]] | None = None) -> str:
     """Why a standalone loop over ``dst`` (laid out) reading ``stride`` bytes apart streams
-    through the target's cache (:meth:`hlo.target.CacheGeometry.holds`: the reads of one
-    pass of its innermost loop, one per element of the result's minor dim, stay cached until
-    the next pass reads the rest of their lines), or ``""`` where they do not (or the target
-    has no cache geometry)."""
+    through the target's cache (:meth:`hlo.target.CacheGeometry.holds_nest`: the reads it
+    makes before it reads the rest of their lines stay cached until then), or ``""`` where
+    they do not (or the target has no cache geometry). ``nest``: those reads, ``(stride,
+    count)`` per loop (:func:`_transpose_nest`); without it, one pass of the innermost loop,
+    one read per element of the result's minor dim."""
     cache = target.transpose.cache
     minor = [d for d in dst.effective_layout().minor_to_major if dst.dims[d] != 1]
-    if cache is None or not minor or not cache.holds(stride, dst.dims[minor[0]]):
+    if cache is None or not minor:
         return ""
-    return (f"its innermost loop's {dst.dims[minor[0]]} reads, {stride} bytes apart, fit the "
-            f"cache ({cache.ways} ways of each of its {cache.sets} sets of {cache.line_bytes}-"
-            "byte lines): it streams, costing the copy's passes")
+    loops = tuple(nest) if nest else ((stride, dst.dims[minor[0]]),)
+    if not cache.holds_nest(loops):
+        return ""
+    fits = (f"its {math.prod(n for _, n in loops)} reads before it reads the rest of their "
+            f"lines ({len(loops)} loops)" if len(loops) > 1 else
+            f"its innermost loop's {loops[0][1]} reads, {stride} bytes apart,")
+    return (f"{fits} fit the cache ({cache.ways} ways of each of its {cache.sets} sets of "
+            f"{cache.line_bytes}-byte lines): it streams, costing the copy's passes")
+
+
+def _transpose_nest(src: ArrayShape, dst: ArrayShape, dims: tuple[int, ...],
+                    line_bytes: int) -> list[tuple[int, int]]:
+    """The loops of a standalone transpose's nest inside the first one that reads its operand
+    less than a line apart, ``(operand stride in bytes, count)`` each, innermost first: the
+    loop nest runs over the result in its layout, and a line the inner loops read is read
+    again only when that loop moves on (XLA:CPU's elementwise loop)."""
+    strides, step = {}, element_bytes(src.element_type)
+    for d in src.effective_layout().minor_to_major:
+        strides[d] = step
+        step *= src.dims[d]
+    nest = []
+    for d in dst.effective_layout().minor_to_major:
+        if dst.dims[d] == 1:
+            continue
+        if strides[dims[d]] < line_bytes:
+            break
+        nest.append((strides[dims[d]], dst.dims[d]))
+    return nest
 
 
 def _by_stride(target, factor: float, stride: int) -> float:
