@@ -221,8 +221,8 @@ class TransposeCost(_Frozen):
     ``nest_min_bytes``: from this operand size on, a standalone transpose's reads that stay
     cached are those of its whole loop nest inside the loop that reads its operand less than
     a line apart (a line is read again only when that loop moves on), and where some of them
-    are evicted first it pays ``1 + (factor - 1) x`` the share of their lines beyond their
-    set's ways (0: the innermost loop's reads alone). Measured on XLA:CPU against XLA's form,
+    are evicted first a nest of two loops or more pays ``1 + (factor - 1) x`` the share of
+    their lines beyond their set's ways (0: the innermost loop's reads alone). Measured on XLA:CPU against XLA's form,
     ``[k, 16, 256] -> [256, k, 16]`` (the inner loops read 1 KiB and 16 KiB apart, all in 4
     sets): 1.64x at 128 KiB, 1.94x at 256 KiB, 2.14x at 512 KiB; nests that overflow the
     cache as much over 50-64 KiB operands ran 0.84-0.99x (the level-2 cache serves them).

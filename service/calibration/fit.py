@@ -89,7 +89,6 @@ Example: samples made from bandwidth 10 GB/s, fixed 500 ns, minor 3 give back ex
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -100,6 +99,7 @@ from hlo.shape import element_bytes
 from hlo.target import TILE_BYTES
 from service.calibration.microbenchmarks import copy_shapes
 from solver.layout_assignment.costs import copy_tiles
+from solver.layout_assignment.rules import stride_passes
 
 
 class FitError(ValueError):
@@ -485,23 +485,12 @@ def _small_scale(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: f
     ratios = []
     for r in sorted(extents):
         column, row = times[f"scolumn_{r}"], times[f"srow_{r}"]
-        fitted = _passes_at(column.bytes // r, read_factor, wide_factor or read_factor)
+        fitted = stride_passes(column.bytes // r, read_factor, wide_factor or read_factor,
+                               NARROW_STRIDE, WIDE_STRIDE)
         if fitted > 0:
             ratios.append((column.ns - row.ns)
                           / _pass_ns(column.bytes, bandwidth, cache_bandwidth) / fitted)
     return max(0.0, float(np.median(ratios))) if ratios else 1.0
-
-
-def _passes_at(stride: int, low: float, high: float) -> float:
-    """The 1 MiB fit's extra passes at a read stride: ``low`` up to :data:`NARROW_STRIDE`,
-    ``high`` from :data:`WIDE_STRIDE`, by log2 of the stride in between (as the cost model
-    prices them)."""
-    if stride <= NARROW_STRIDE:
-        return low
-    if stride >= WIDE_STRIDE:
-        return high
-    return low + (high - low) * math.log2(stride / NARROW_STRIDE) / math.log2(
-        WIDE_STRIDE / NARROW_STRIDE)
 
 
 def _column_reductions(samples: Sequence[Sample], bandwidth: float,

@@ -368,16 +368,22 @@ def _column_passes(rule: OpRule, stride: int, nbytes: int) -> float:
     ``large_bytes`` (1 MiB); with ``small_bytes`` and ``small_scale``, an operand of
     ``small_bytes`` or less pays ``small_scale`` times them, and one in between in proportion
     to log2 of its size (an operand that fits in the cache nearest the core misses less)."""
-    low, high = float(rule.params["read_factor"]), float(rule.params["wide_factor"])
-    narrow = int(rule.params.get("narrow_stride", 512))
-    wide = int(rule.params.get("wide_stride", 4096))
-    if stride <= narrow or wide <= narrow:
-        passes = low if stride <= narrow else high
-    elif stride >= wide:
-        passes = high
-    else:
-        passes = low + (high - low) * math.log2(stride / narrow) / math.log2(wide / narrow)
+    passes = stride_passes(stride, float(rule.params["read_factor"]),
+                           float(rule.params["wide_factor"]),
+                           int(rule.params.get("narrow_stride", 512)),
+                           int(rule.params.get("wide_stride", 4096)))
     return passes * _size_scale(rule, nbytes)
+
+
+def stride_passes(stride: int, low: float, high: float, narrow: int, wide: int) -> float:
+    """``low`` up to ``narrow`` bytes apart, ``high`` from ``wide`` on, in proportion to log2
+    of the stride in between (:func:`_column_passes`; the calibration fit prices its pairs
+    the same way)."""
+    if stride <= narrow or wide <= narrow:
+        return low if stride <= narrow else high
+    if stride >= wide:
+        return high
+    return low + (high - low) * math.log2(stride / narrow) / math.log2(wide / narrow)
 
 
 def _size_scale(rule: OpRule, nbytes: int) -> float:
