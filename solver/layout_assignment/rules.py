@@ -311,6 +311,9 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
         stride = _column_stride(here, order, reduced)
         factor = _column_passes(rule, stride, physical_size_bytes(here))
         stride_note = f", reading {stride} bytes apart"
+        scale = _size_scale(rule, physical_size_bytes(here))
+        if scale != 1.0:
+            stride_note += f" (x{scale:.2g} for an operand of {physical_size_bytes(here)} bytes)"
     scalar = ""
     if combiner in rule.params.get("scalar", ()):
         # The column form runs the same for every combiner; the row form is fast only where

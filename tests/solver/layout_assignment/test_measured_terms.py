@@ -125,6 +125,9 @@ def test_a_column_reduction_over_an_operand_that_fits_nearer_the_core_pays_fewer
     small, middle, large, larger = per_byte
     assert small == pytest.approx(rule.params["small_scale"] * large, rel=1e-3)
     assert small < middle < large == pytest.approx(larger, rel=1e-3)
+    small_reason = score(parse_module(REDUCE.replace("256,512", "128,512").replace(
+        "OUT", "512").replace("DIM", "0")), cpu).terms[0].reason
+    assert f"x{rule.params['small_scale']:.2g} for an operand of 262144 bytes" in small_reason
 
 
 MIXED_ADD = """HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[256,512]{LAYOUT})->f32[256,512]{1,0}}
