@@ -482,6 +482,14 @@ class Target(_Frozen):
             return nbytes / self.cache_bandwidth_gb_per_s
         return nbytes / self.memory_bandwidth_gb_per_s
 
+    def cache_pass_ns(self, nbytes: int) -> float:
+        """Nanoseconds of one pass over ``nbytes`` at the cache's bandwidth whatever their
+        size (the unit of a cost measured in such passes that does not grow with the memory's
+        bandwidth beyond the cache: a column reduction's misses); ``pass_ns`` without one."""
+        if self.cache_bandwidth_gb_per_s is None:
+            return self.pass_ns(nbytes)
+        return nbytes / self.cache_bandwidth_gb_per_s
+
     def copy_ns(self, read_bytes: int, write_bytes: int) -> float:
         """A plain copy: read + write at bandwidth, times the copy factor, plus launch."""
         return self.pass_ns(read_bytes + write_bytes) * self.copies.factor + self.copies.fixed_ns
