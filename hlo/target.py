@@ -128,25 +128,16 @@ class CacheGeometry(_Frozen):
     ways: int = Field(gt=0)
     line_bytes: int = Field(gt=0)
 
-    def holds(self, stride: int, count: int) -> bool:
-        """Whether ``count`` reads ``stride`` bytes apart touch at most ``ways`` lines of any
-        one set (so all of them stay cached until they are read again).
-
-        >>> CacheGeometry(sets=64, ways=8, line_bytes=64).holds(65536, 8)
-        True
-        >>> CacheGeometry(sets=64, ways=8, line_bytes=64).holds(65536, 16)
-        False
-        >>> CacheGeometry(sets=64, ways=8, line_bytes=64).holds(43688, 24)
-        True
-        """
-        return self.holds_nest(((stride, count),))
-
     def holds_nest(self, loops: Sequence[tuple[int, int]]) -> bool:
         """Whether the reads of a loop nest, ``(stride in bytes, count)`` per loop, touch at
         most ``ways`` lines of any one set (every combination of the loops' indices is one
         read).
 
         >>> cache = CacheGeometry(sets=64, ways=8, line_bytes=64)
+        >>> cache.holds_nest(((65536, 8),)), cache.holds_nest(((65536, 16),))  # one set
+        (True, False)
+        >>> cache.holds_nest(((43688, 24),))
+        True
         >>> cache.holds_nest(((64, 32), (2048, 16)))  # 512 lines, 8 in each set
         True
         >>> cache.holds_nest(((1024, 16), (16384, 16)))  # 256 lines in 4 sets

@@ -479,39 +479,46 @@ def _small_scale(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: f
                  read_factor: float, wide_factor: float, min_extent: int) -> float:
     """The median over the ``scolumn_R``/``srow_R`` pairs (``R >= min_extent``) of their
     extra passes over those the 1 MiB fit gives at the same stride (1 without them)."""
-    times = {s.kind: s for s in samples if s.kind.startswith(("scolumn_", "srow_"))}
-    extents = [int(k.split("_")[1]) for k in times if k.startswith("scolumn_")
-               and f"srow_{k.split('_')[1]}" in times and int(k.split("_")[1]) >= min_extent]
     ratios = []
-    for r in sorted(extents):
-        column, row = times[f"scolumn_{r}"], times[f"srow_{r}"]
-        fitted = stride_passes(column.bytes // r, read_factor, wide_factor or read_factor,
-                               NARROW_STRIDE, WIDE_STRIDE)
-        if fitted > 0:
-            ratios.append((column.ns - row.ns)
-                          / _pass_ns(column.bytes, bandwidth, cache_bandwidth) / fitted)
+    for r, (extra, stride) in _extra_passes(samples, "scolumn_", "srow_", bandwidth,
+                                            cache_bandwidth).items():
+        fitted = stride_passes(stride, read_factor, wide_factor or read_factor, NARROW_STRIDE,
+                               WIDE_STRIDE)
+        if r >= min_extent and fitted > 0:
+            ratios.append(extra / fitted)
     return max(0.0, float(np.median(ratios))) if ratios else 1.0
+
+
+def _extra_passes(samples: Sequence[Sample], column: str, row: str, bandwidth: float,
+                  cache_bandwidth: float) -> dict[int, tuple[float, int]]:
+    """``R -> (extra passes, read stride in bytes)`` of each ``column + R`` / ``row + R`` pair,
+    ``R`` ascending: the column form's time over the row form's, in passes over the operand
+    as the model prices them; ``[R, m]`` f32 reduced over dim 0 with dim 1 minor reads
+    ``4 m = bytes / R`` bytes apart."""
+    times = {s.kind: s for s in samples if s.kind.startswith((column, row))}
+    extents = sorted(int(k[len(column):]) for k in times
+                     if k.startswith(column) and f"{row}{k[len(column):]}" in times)
+    out = {}
+    for r in extents:
+        c, w = times[f"{column}{r}"], times[f"{row}{r}"]
+        out[r] = ((c.ns - w.ns) / _pass_ns(c.bytes, bandwidth, cache_bandwidth), c.bytes // r)
+    return out
 
 
 def _column_reductions(samples: Sequence[Sample], bandwidth: float,
                        cache_bandwidth: float) -> tuple[float | None, int, float]:
     """``(read_factor, min_extent, wide_factor)`` from the ``column_R``/``row_R`` pairs
     (``(None, 0, 0)`` without them): see the module docstring."""
-    times = {s.kind: s for s in samples if s.kind.startswith(("column_", "row_"))}
-    extents = sorted(int(k.split("_")[1]) for k in times if k.startswith("column_")
-                     and f"row_{k.split('_')[1]}" in times)
-    if not extents:
+    pairs = _extra_passes(samples, "column_", "row_", bandwidth, cache_bandwidth)
+    if not pairs:
         return None, 0, 0.0
-    extra = {r: (times[f"column_{r}"].ns - times[f"row_{r}"].ns)
-             / _pass_ns(times[f"column_{r}"].bytes, bandwidth, cache_bandwidth) for r in extents}
     min_extent = _slow_from(samples, "column_", "row_", COLUMN_SLOWER)
-    slow = [r for r in extents if r >= min_extent]
+    slow = [pair for r, pair in pairs.items() if r >= min_extent]
     if not slow:
         return 0.0, min_extent, 0.0
-    # [R, m] f32 reduced over dim 0 with dim 1 minor reads 4 m = bytes / R bytes apart.
-    narrow = [extra[r] for r in slow if times[f"column_{r}"].bytes // r <= NARROW_STRIDE]
-    wide = [extra[r] for r in slow if times[f"column_{r}"].bytes // r >= WIDE_STRIDE]
-    every = float(np.median([extra[r] for r in slow]))
+    narrow = [extra for extra, stride in slow if stride <= NARROW_STRIDE]
+    wide = [extra for extra, stride in slow if stride >= WIDE_STRIDE]
+    every = float(np.median([extra for extra, _ in slow]))
     return (float(np.median(narrow)) if narrow else every, min_extent,
             float(np.median(wide)) if wide else every)
 

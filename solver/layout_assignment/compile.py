@@ -293,7 +293,7 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
         return want, ns, why, base, f"transpose moves data: {base_why}; {streams}"
     slower = _by_stride(cm.target, target.standalone, stride)
     share = ""
-    if cache is not None and nest and len(nest) > 1:
+    if nest and len(nest) > 1:
         # Only the reads whose lines are evicted before they are read again miss.
         over = cache.overflow(nest)
         slower = 1.0 + (slower - 1.0) * over

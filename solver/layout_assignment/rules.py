@@ -307,13 +307,15 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
         return 0, ""
     factor = float(rule.params.get("read_factor", 0.0))
     stride_note = ""
-    if form == "kept" and "wide_factor" in rule.params:
+    nbytes = physical_size_bytes(here)
+    column = form == "kept" and "wide_factor" in rule.params
+    if column:
         stride = _column_stride(here, order, reduced)
-        factor = _column_passes(rule, stride, physical_size_bytes(here))
+        factor = _column_passes(rule, stride, nbytes)
         stride_note = f", reading {stride} bytes apart"
-        scale = _size_scale(rule, physical_size_bytes(here))
+        scale = _size_scale(rule, nbytes)
         if scale != 1.0:
-            stride_note += f" (x{scale:.2g} for an operand of {physical_size_bytes(here)} bytes)"
+            stride_note += f" (x{scale:.2g} for an operand of {nbytes} bytes)"
     scalar = ""
     if combiner in rule.params.get("scalar", ()):
         # The column form runs the same for every combiner; the row form is fast only where
@@ -323,8 +325,7 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
     why = (f"the reduce's physically minor dim is {form}, the slow form"
            + (f" (each result element reads >= {min_extent} elements)" if min_extent else "")
            + f"{stride_note}{scalar}: +{factor:.3g} pass(es) over the operand")
-    nbytes = physical_size_bytes(here)
-    if stride_note:
+    if column:
         # A column reduction's extra time is its reads' misses, not bandwidth: measured in
         # passes at the cache's bandwidth, it grows 1-2x from 1 to 8 MiB of operand while a
         # pass at the memory's bandwidth is 11x one at the cache's (extra ns per element at
@@ -386,15 +387,16 @@ def _column_passes(rule: OpRule, stride: int, nbytes: int) -> float:
     return passes * _size_scale(rule, nbytes)
 
 
-def stride_passes(stride: int, low: float, high: float, narrow: int, wide: int) -> float:
-    """``low`` up to ``narrow`` bytes apart, ``high`` from ``wide`` on, in proportion to log2
-    of the stride in between (:func:`_column_passes`; the calibration fit prices its pairs
-    the same way)."""
-    if stride <= narrow or wide <= narrow:
-        return low if stride <= narrow else high
-    if stride >= wide:
+def stride_passes(x: int, low: float, high: float, near: int, far: int) -> float:
+    """``low`` up to ``near``, ``high`` from ``far`` on, in proportion to log2 of ``x`` in
+    between: a column reduction's passes by its read stride (:func:`_column_passes`; the
+    calibration fit prices its pairs the same way) and their share by its operand's size
+    (:func:`_size_scale`)."""
+    if x <= near or far <= near:
+        return low if x <= near else high
+    if x >= far:
         return high
-    return low + (high - low) * math.log2(stride / narrow) / math.log2(wide / narrow)
+    return low + (high - low) * math.log2(x / near) / math.log2(far / near)
 
 
 def _size_scale(rule: OpRule, nbytes: int) -> float:
@@ -402,13 +404,10 @@ def _size_scale(rule: OpRule, nbytes: int) -> float:
     ``large_bytes`` (:func:`_column_passes`): 1 from there on, ``small_scale`` up to
     ``small_bytes``, in proportion to log2 of the size in between."""
     small = int(rule.params.get("small_bytes", 0))
-    large = int(rule.params.get("large_bytes", 1 << 20))
-    scale = float(rule.params.get("small_scale", 1.0))
-    if not small or small >= large or nbytes >= large:
+    if not small:
         return 1.0
-    if nbytes <= small:
-        return scale
-    return scale + (1.0 - scale) * math.log2(nbytes / small) / math.log2(large / small)
+    return stride_passes(nbytes, float(rule.params.get("small_scale", 1.0)), 1.0, small,
+                         int(rule.params.get("large_bytes", 1 << 20)))
 
 
 def _vectorized_dim(reduced: list[int], shape: ArrayShape, rule: OpRule,

@@ -907,17 +907,23 @@ def test_a_standalone_transpose_whose_loop_nest_overflows_the_cache_pays_for_the
     # form: 1.64x at k = 8 (128 KiB), 1.94x at 16, 2.14x at 32.
     cpu = load_target("cpu")
     assert cpu.transpose.cache is not None and cpu.transpose.nest_min_bytes == 128 * 1024
+    plain = cpu.model_copy(update={"transpose": cpu.transpose.model_copy(
+        update={"nest_min_bytes": 0})})
+    # The standalone factor at reads 1 KiB apart (in proportion to the stride below the full
+    # one), paid on the share of lines evicted.
+    t = cpu.transpose
+    factor = max(1.0, t.standalone * 1024 / t.standalone_full_stride)
     for k, evicted in ((8, 0.75), (16, 0.875), (32, 0.9375)):
         standalone = score(parse_module(NEST_TRANSPOSE.replace("K", str(k))), cpu)
+        streaming = score(parse_module(NEST_TRANSPOSE.replace("K", str(k))), plain)
         form = score(parse_module(NEST_FORM.replace("K", str(k))), cpu)
         assert cpu.transpose.cache.overflow(((1024, 16), (16384, k))) == evicted
-        assert standalone.total > form.total
+        assert abs(standalone.total - streaming.total * (1 + (factor - 1) * evicted)) <= 1
+        assert standalone.total > form.total > streaming.total
         assert f"{evicted:.0%} of the lines its loops read are evicted" in standalone.terms[0].reason
     # Below nest_min_bytes (k = 4, 64 KiB) the innermost loop's reads alone decide: they fit.
     small = score(parse_module(NEST_TRANSPOSE.replace("K", "4")), cpu)
     assert "it streams" in small.terms[0].reason
     # Without the rule's size the same transposes stream at every size.
-    plain = cpu.model_copy(update={"transpose": cpu.transpose.model_copy(
-        update={"nest_min_bytes": 0})})
     assert "it streams" in score(parse_module(NEST_TRANSPOSE.replace("K", "32")), plain
                                  ).terms[0].reason
