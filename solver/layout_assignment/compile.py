@@ -43,7 +43,7 @@ from hlo.errors import HloError
 from hlo.shape import ArrayShape, element_bytes
 from solver.layout_assignment.costs import Candidate, CostModel, Term, physical_bytes
 from solver.layout_assignment.layout_graph import LayoutGraph, Relation
-from solver.layout_assignment.rules import dot_nn_rule, preference
+from solver.layout_assignment.rules import dot_nn_rule, naive_loop, preference
 from solver.problem import FORBIDDEN, Problem, Tie, make_problem
 
 __all__ = ["Compiled", "RelationTables", "compile_problem", "copy_parts", "evaluate",
@@ -87,12 +87,16 @@ class RelationSignature(NamedTuple):
     overwrites: str
     flops: int
     forms: tuple
+    op: object
+    v_member: tuple[str, int]
+    operand: int
 
 
 def relation_signature(graph: LayoutGraph, rel: Relation) -> RelationSignature:
     return RelationSignature(rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
                              rel.reader, graph.nodes[rel.u].constant, rel.weight, rel.inline,
-                             rel.overwrites, rel.flops, rel.forms)
+                             rel.overwrites, rel.flops, rel.forms, rel.op, rel.v_member,
+                             rel.operand if rel.kind == "conv_naive" else 0)
 
 
 class NodeSignature(NamedTuple):
@@ -385,6 +389,8 @@ def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
         return FORBIDDEN, "rule", "variadic reduce results share one layout"
     if rel.kind == "dot_form":
         return _dot_form(cm, rel, cu, cv)
+    if rel.kind == "conv_naive":
+        return _conv_naive(cm, graph, rel, cu, cv)
     v_shape = graph.nodes[rel.v].shape
     if rel.kind == "convert":
         src = cm.laid_out(rel.shape, cu)
@@ -442,6 +448,21 @@ def _dot_form(cm: CostModel, rel: Relation, cu: Candidate, cv: Candidate
             f"kernel, {rel.flops} flops x {per:g} ns ({rule.note or rule.kind})")
 
 
+def _conv_naive(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
+                cv: Candidate) -> tuple[int, str, str]:
+    """A convolution's operand ``rel.operand`` read as ``cu`` runs it as a naive loop
+    (:func:`.rules.naive_loop`) that its member ``v`` written or read as ``cv`` does not
+    already run: the loop runs once per convolution, and ``v`` prices it where it misses."""
+    assert rel.op is not None
+    ns, why = naive_loop(cm, rel.op, "operand", rel.operand, rel.shape, cu, rel.flops)
+    if not ns:
+        return 0, "", ""
+    role, k = rel.v_member
+    if naive_loop(cm, rel.op, role, k, graph.nodes[rel.v].shape, cv, rel.flops)[0]:
+        return 0, "", ""
+    return ns, "backend", f"{rel.op.name} operand {rel.operand} {why}"
+
+
 def _overwrite(cm: CostModel, rel: Relation) -> tuple[int, str]:
     """What ``rel``'s consumer pays for writing over the operand's buffer (XLA:CPU runs
     such a loop scalar), and why; ``(0, "")`` where it does not or the target has no price.
@@ -470,7 +491,7 @@ def node_cost(cm: CostModel, graph: LayoutGraph, prefs_of: dict[int, list], node
                                 False))
     for pref in prefs_of.get(node_id, ()):
         p = preference(cm, pref.instruction, pref.role, pref.index, node.shape, c, pref.flops,
-                       pref.combiner, pref.ranks)
+                       pref.combiner, pref.ranks, pref.chained)
         if p is not None:
             ns, reason = p.ns, p.reason
             if pref.weight != 1 and ns:

@@ -88,9 +88,13 @@ class Relation:
     #: operand's buffer (:mod:`.in_place`; only in a module scored as written), else "".
     overwrites: str = ""
     #: A ``dot_form``'s dot: its flops and its fast forms, ``(operand layout, result layout)``
-    #: pairs (:func:`.rules.dot_forms`).
+    #: pairs (:func:`.rules.dot_forms`). A ``conv_naive``'s convolution: its flops.
     flops: int = 0
     forms: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
+    #: A ``conv_naive``'s convolution, and the role and index of its ``v`` member (``u`` is
+    #: operand ``operand``).
+    op: Instruction | None = None
+    v_member: tuple[str, int] = ("", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +115,9 @@ class Pref:
     combiner: str = ""
     #: A dot's lhs, rhs and result ranks (where its nn form and the mirror image lie).
     ranks: tuple[int, ...] = ()
+    #: A convolution's operand whose naive-loop price its ``conv_naive`` relation charges
+    #: instead (the loop runs once, whichever of the convolution's arrays misses).
+    chained: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -208,9 +215,10 @@ class _Builder:
         return nid
 
     def prefer(self, node: int, comp: str, instr: Instruction, role: str, index: int,
-               flops: int = 0, combiner: str = "", ranks: tuple[int, ...] = ()) -> None:
+               flops: int = 0, combiner: str = "", ranks: tuple[int, ...] = (),
+               chained: bool = False) -> None:
         self.prefs.append(Pref(node, comp, instr, role, index, self.weights.get(comp, 1),
-                               flops, combiner, ranks))
+                               flops, combiner, ranks, chained))
 
     def relate(self, kind: str, u: int | None, v: int | None, comp: str, instr: str, k: int,
                path: tuple[int, ...], value: str, shape: ArrayShape, **extra) -> None:
@@ -386,7 +394,11 @@ class _Builder:
     def contraction(self, comp: str, instr: Instruction, shapes: dict[str, Shape]) -> None:
         """A dot or a convolution: its operands' views and its result carry the target's
         preferences, priced per flop; a dot's operands are also priced against its result's
-        layout (``dot_form``: the nn form and its mirror image, :func:`.rules.dot_forms`)."""
+        layout (``dot_form``: the nn form and its mirror image, :func:`.rules.dot_forms`).
+        A convolution that runs as a naive loop runs it once, whichever of its arrays misses:
+        its result prices the loop itself, its lhs only where the result does not
+        (``conv_naive``), its rhs only where the lhs does not (exact but for the rhs and the
+        result both missing, which pays twice)."""
         dot = rule_op(instr) == "dot"
         count = len(instr.operands) if dot else 2
         flops = _dot_flops(instr, shapes) if dot else _conv_flops(instr, shapes)
@@ -394,14 +406,15 @@ class _Builder:
         path, result = leaf_arrays(instr.shape)[0] if leaf_arrays(instr.shape) else ((), None)
         ranks = ((operands[0].rank, operands[1].rank, result.rank)
                  if dot and len(operands) == 2 and isinstance(result, ArrayShape) else ())
+        out = self.leaf(comp, instr.name, path) if result is not None else None
+        chained = not dot and out is not None and len(operands) == 2
         views = []
         for k, (name, shape) in enumerate(zip(instr.operands, operands)):
             v = self.view(comp, instr, k, (), shape, None)
             views.append(v)
-            self.prefer(v, comp, instr, "operand", k, flops, ranks=ranks)
+            self.prefer(v, comp, instr, "operand", k, flops, ranks=ranks, chained=chained)
             self.relate("convert", self.leaf(comp, name, ()), v, comp, instr.name, k, (), name,
                         shape)
-        out = self.leaf(comp, instr.name, path) if result is not None else None
         if out is None:
             return
         self.prefer(out, comp, instr, "result", 0, flops, ranks=ranks)
@@ -409,6 +422,11 @@ class _Builder:
             self.relate("dot_form", v, out, comp, instr.name, k, (), instr.operands[k],
                         operands[k], reader=False, flops=flops,
                         forms=dot_forms(instr, k, ranks))
+        if chained:
+            for k, v, member in ((0, out, ("result", 0)), (1, views[0], ("operand", 0))):
+                self.relate("conv_naive", views[k], v, comp, instr.name, k, (),
+                            instr.operands[k], operands[k], reader=False, flops=flops,
+                            op=instr, v_member=member)
 
     def prefer_results(self, comp: str, instr: Instruction) -> None:
         """The target's rules price ``instr``'s result layouts (a variadic reduce-window's

@@ -24,7 +24,7 @@ from hlo.target import OpRule
 from hlo.tiling import physical_size_bytes
 from solver.layout_assignment.costs import FRACTAL_Z, NC1HWC0, Candidate, CostModel
 
-__all__ = ["Preference", "RuleView", "preference", "preferred_candidates", "rule_op"]
+__all__ = ["Preference", "RuleView", "naive_loop", "preference", "preferred_candidates", "rule_op"]
 
 _INT8_FP8 = ("s8", "u8")
 
@@ -171,11 +171,13 @@ def preferred_candidates(cm: CostModel, instr: Instruction, role: str, k: int,
 
 def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: ArrayShape,
                cand: Candidate, flops: int = 0, combiner: str = "",
-               ranks: tuple[int, ...] = ()) -> Preference | None:
+               ranks: tuple[int, ...] = (), chained: bool = False) -> Preference | None:
     """The cost (and hardness) of reading/writing ``shape`` as ``cand`` for ``instr``
     (``flops``: a convolution's or a dot's, for a backend that runs other layouts as a naive
     loop or a rule priced ``ns_per_flop``: a slower kernel rather than a transpose first;
-    ``combiner``: a reduce's combiner opcode, whether its loop is vectorized)."""
+    ``combiner``: a reduce's combiner opcode, whether its loop is vectorized; ``chained``: a
+    convolution operand whose naive loop the graph's ``conv_naive`` relation prices,
+    :func:`naive_loop`)."""
     op = rule_op(instr)
     if op is None or shape.rank == 0:
         return None
@@ -208,6 +210,8 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
 
     for rule in cm.target.rules_for(op):
         if not _applies(rule, etype, spatial, k if role == "operand" else None):
+            continue
+        if chained and _naive(rule, op):
             continue
         prefs = preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels, combiner,
                                               ranks)
@@ -246,6 +250,34 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
     if not reasons:
         return None
     return Preference(total, hard, "; ".join(reasons))
+
+
+def _naive(rule: OpRule, op: str) -> bool:
+    """Whether missing ``rule`` makes the whole convolution run as a naive loop (one loop,
+    whichever of its arrays misses), not a slower kernel or a transpose per array."""
+    return op == "convolution" and "naive_ns_per_flop" in rule.params
+
+
+def naive_loop(cm: CostModel, instr: Instruction, role: str, k: int, shape: ArrayShape,
+               cand: Candidate, flops: int) -> tuple[int, str]:
+    """``(ns, why)`` where convolution ``instr`` read (``role='operand'``, ``k``) or written
+    (``'result'``) as ``cand`` misses a rule whose miss runs it as a naive loop
+    (``naive_ns_per_flop``: ``flops`` x that); ``(0, "")`` where it does not."""
+    op = rule_op(instr)
+    if op != "convolution" or shape.rank == 0:
+        return 0, ""
+    labels = _conv_labels(instr)
+    spatial = len(labels.input_spatial) if labels is not None else None
+    for rule in cm.target.rules_for(op):
+        if not _naive(rule, op) or not _applies(rule, shape.element_type, spatial,
+                                                k if role == "operand" else None):
+            continue
+        prefs = preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels)
+        if prefs and cand not in prefs:
+            per = float(rule.params["naive_ns_per_flop"])
+            return int(flops * per), (f"not {prefs[0]}: the convolution runs as a naive loop, "
+                                      f"{flops} flops x {per:g} ns ({rule.note or rule.kind})")
+    return 0, ""
 
 
 def _measured_extra(cm: CostModel, instr: Instruction, role: str, shape: ArrayShape,
