@@ -276,10 +276,16 @@ class CopyCost(_Frozen):
     extent is the smaller), instead of ``row_ns`` per run: a copy to a 3-element minor dim
     runs a scalar tile per third element, one to a 4-element minor dim is as fast as a wide
     one. 0: the target's copies have no such cost.
+    ``cache_bytes``: a copy inside a module streams at the cache's bandwidth only while it
+    moves at most this many bytes (read + written), where less than the target's own
+    ``cache_bytes`` (timed alone, a copy is run again and again on the same buffers, which
+    stay cached; inside a module its source was written earlier and its result is a fresh
+    buffer). None: the target's.
     """
 
     factor: float = Field(gt=0)
     fixed_ns: float = Field(0.0, ge=0)
+    cache_bytes: int | None = Field(None, ge=0)
     inline_relayout: float = Field(1.0, gt=0)
     row_ns: float = Field(0.0, ge=0)
     tile_ns: float = Field(0.0, ge=0)
@@ -481,9 +487,18 @@ class Target(_Frozen):
             return self.pass_ns(nbytes)
         return nbytes / self.cache_bandwidth_gb_per_s
 
+    def copy_pass_ns(self, nbytes: int) -> float:
+        """:meth:`pass_ns` of a copy moving ``nbytes`` (read + written) inside a module: at
+        the cache's bandwidth only up to ``copies.cache_bytes`` where that is set."""
+        limit = self.copies.cache_bytes
+        if limit is not None and limit < nbytes <= self.cache_bytes:
+            return nbytes / self.memory_bandwidth_gb_per_s
+        return self.pass_ns(nbytes)
+
     def copy_ns(self, read_bytes: int, write_bytes: int) -> float:
         """A plain copy: read + write at bandwidth, times the copy factor, plus launch."""
-        return self.pass_ns(read_bytes + write_bytes) * self.copies.factor + self.copies.fixed_ns
+        return (self.copy_pass_ns(read_bytes + write_bytes) * self.copies.factor
+                + self.copies.fixed_ns)
 
     def rules_for(self, op: str) -> tuple[OpRule, ...]:
         return tuple(r for r in self.op_rules if r.op == op)

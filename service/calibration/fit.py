@@ -117,6 +117,12 @@ class Sample:
 #: Movements up to this many bytes (read + written) are fitted as cache-resident.
 CACHE_BYTES = 4 << 20
 
+#: A copy inside a module streams at the cache's bandwidth only up to this many bytes (read +
+#: written; the target's ``copies.cache_bytes``). Not fitted here: timed alone, a copy keeps
+#: its buffers cached up to 6 MiB moved (``bench/cache_forms.py --edge``); inside modules one
+#: moving 4 MiB runs at the memory's speed (BENCHMARKS.md, fidelity at the commit that set it).
+MODULE_COPY_CACHE_BYTES = 2 << 20
+
 
 #: A dot's extra ns per flop off its nn form where no dot group was measured: an operand,
 #: the result (medians of ``bench/dot_forms.py``'s f32 cells, 2026-11-27).

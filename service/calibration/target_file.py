@@ -12,7 +12,8 @@ import numpy as np
 from hlo.shape import element_bits
 
 from hlo.target import TILE_BYTES
-from service.calibration.fit import (CACHE_BYTES, LARGE_BYTES, NARROW_STRIDE, SMALL_BYTES, WIDE_STRIDE,
+from service.calibration.fit import (CACHE_BYTES, LARGE_BYTES, MODULE_COPY_CACHE_BYTES, NARROW_STRIDE,
+                                    SMALL_BYTES, WIDE_STRIDE,
                                     DeviceCoefficients)
 from service.calibration.microbenchmarks import NEAR_MIN_BYTES, NEAR_STRIDE
 from service.calibration.run import Calibration
@@ -44,7 +45,7 @@ cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
 tileable_minor_dims = 0
-calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a copy that keeps its minor dim {c.copy_row_ns} ns more per run of it{standalone_rows_note}; one that moves it (a blocked transpose) {c.copy_tile_ns} ns per tile ({c.copy_tile_input_factor}x where the source's minor dim is the shorter; every element a tile where the result's minor dim has size 1); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}{in_place_note}; a reduce-window with a windowed dim physically minor {c.window_minor_ns} ns per element its windows read. {n} samples."
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes timed alone, a copy inside a module up to {copy_cache_bytes}) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a copy that keeps its minor dim {c.copy_row_ns} ns more per run of it{standalone_rows_note}; one that moves it (a blocked transpose) {c.copy_tile_ns} ns per tile ({c.copy_tile_input_factor}x where the source's minor dim is the shorter; every element a tile where the result's minor dim has size 1); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}{in_place_note}; a reduce-window with a windowed dim physically minor {c.window_minor_ns} ns per element its windows read. {n} samples."
 
 [transpose]
 minor_moving = {c.minor_moving}
@@ -63,6 +64,7 @@ note = "Slopes of XLA:CPU copy and transpose times against bytes, relative to a 
 [copies]
 factor = 1.0
 fixed_ns = {c.fixed_ns}
+cache_bytes = {copy_cache_bytes}
 inline_relayout = {c.inline_relayout}
 row_ns = {c.copy_row_ns}
 tile_ns = {c.copy_tile_ns}
@@ -141,6 +143,7 @@ def target_toml(calibration: Calibration) -> str:
                             standalone_rows=("" if c.standalone_row_ns is None else
                                              f"\nstandalone_row_ns = {c.standalone_row_ns}"),
                             cache_bytes=CACHE_BYTES, tile_bytes=TILE_BYTES,
+                            copy_cache_bytes=MODULE_COPY_CACHE_BYTES,
                             cache=_cache(calibration.cache),
                             in_place=_in_place(c.in_place),
                             in_place_note=_in_place_note(c.in_place),

@@ -188,7 +188,7 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
                 factor = unit.scalar_fallback_factor
                 why = (f"{unit.name} needs {unit.alignment_bytes}-byte aligned rows; "
                        "falls back to a scalar copy")
-    ns = target.pass_ns(nbytes) * target.copies.factor * factor + target.copies.fixed_ns
+    ns = target.copy_pass_ns(nbytes) * target.copies.factor * factor + target.copies.fixed_ns
     relayout = src.effective_layout() != dst.effective_layout()
     # ``row_ns`` given: a standalone loop's own per-run price, never a copy's tiles.
     tiled = (_tiled(target, src, dst) if row_ns is None and target.copies.tile_ns and relayout
