@@ -12,8 +12,15 @@ copy), for transposes whose loop nest overflows the level-1 cache's sets
 each row prints standalone / form measured, and the standalone's extra us over the form,
 measured (from that ratio) and priced::
 
+``--edge``: copies of ``f32[512, c]`` timed alone, kept row-major and moving the minor dim, at
+0.5 to 32 MiB moved (read + written), each against a module that reads one element (its
+launch); each row prints ns per byte moved, measured and priced: where a copy timed alone
+stops streaming at the cache's bandwidth (the target's ``cache_bytes``; inside a module a copy
+does sooner, ``copies.cache_bytes``)::
+
     python3 bench/cache_forms.py --columns --reps 7
     python3 bench/cache_forms.py --nests --reps 21
+    python3 bench/cache_forms.py --edge --reps 15
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ COLUMNS = [(n, m) for n in (1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 21) for m i
 #: (operand dims, transpose dimensions).
 NESTS = [((8, 16, 256), (2, 0, 1)), ((16, 16, 256), (2, 0, 1)), ((32, 16, 256), (2, 0, 1)),
          ((32, 16, 5, 5), (2, 3, 1, 0)), ((4, 16, 16, 16), (3, 1, 2, 0))]
+
+#: Array sizes of ``--edge`` in KiB (f32[512, c]): 0.5 to 32 MiB moved.
+EDGE_KIB = (256, 512, 1024, 1536, 2048, 3072, 4096, 8192, 16384)
 
 
 def _dims(values) -> str:
@@ -65,6 +75,36 @@ def transposes(dims: tuple[int, ...], perm: tuple[int, ...]) -> tuple[str, str]:
     return standalone, form
 
 
+def edge_copies(kib: int) -> list[tuple[str, str]]:
+    """``base`` (a 1-element slice), ``copy`` (row-major to row-major) and ``minor`` (to
+    ``{0,1}``) of one ``f32[512, c]`` parameter of ``kib`` KiB."""
+    c = kib * 1024 // 4 // 512
+    shape = f"f32[512,{c}]"
+    out = []
+    for label, root, result in (
+            ("base", "slice(%p), slice={[0:1], [0:1]}", "f32[1,1]{1,0}"),
+            ("copy", "copy(%p)", f"{shape}{{1,0}}"),
+            ("minor", "copy(%p)", f"{shape}{{0,1}}")):
+        out.append((label, f"HloModule edge_{label}\nENTRY %e (p: {shape}) -> {result.split('{')[0]} {{\n"
+                    f"  %p = {shape}{{1,0}} parameter(0)\n  ROOT %r = {result} {root}\n}}\n"))
+    return out
+
+
+def _edge(reps: int, target) -> None:
+    print("| array | moved | copy ns/B measured | priced | moving the minor dim ns/B measured | priced |")
+    print("|---|---|---|---|---|---|")
+    for kib in EDGE_KIB:
+        modules = [(label, parse_module(text)) for label, text in edge_copies(kib)]
+        run = run_modules(modules, reps=reps, outputs=False)
+        ms = {e.label: statistics.median(e.times_ms) for e in run.executions}
+        moved = 2 * kib * 1024
+        cells = []
+        for label in ("copy", "minor"):
+            priced = model_cost(modules[1 if label == "copy" else 2][1], target)
+            cells += [f"{(ms[label] - ms['base']) * 1e6 / moved:.4f}", f"{priced / moved:.4f}"]
+        print(f"| {kib} KiB | {moved / 2**20:g} MiB | " + " | ".join(cells) + " |", flush=True)
+
+
 def _paired(texts: list[tuple[str, str]], reps: int, target) -> tuple[float, list[float], float]:
     """(median paired ratio second / first, medians in ms, predicted ns of second - first)."""
     modules = [(label, parse_module(text)) for label, text in texts]
@@ -79,6 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--columns", action="store_true")
     parser.add_argument("--nests", action="store_true")
+    parser.add_argument("--edge", action="store_true")
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--target", default="cpu")
     args = parser.parse_args()
@@ -101,6 +142,8 @@ def main() -> None:
                                                   args.reps, target)
             print(f"| {list(dims)} perm {list(perm)} | {form_ms:.3f} | {ratio:.2f} | "
                   f"{(ratio - 1) * form_ms * 1e3:.1f} | {priced / 1e3:.1f} |", flush=True)
+    if args.edge:
+        _edge(args.reps, target)
 
 if __name__ == "__main__":
     main()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cache_forms import COLUMNS, NESTS, column_sum, transposes
+from bench.cache_forms import COLUMNS, EDGE_KIB, NESTS, column_sum, edge_copies, transposes
 from hlo.bitcast import transpose_is_bitcast
 from hlo.parser import parse_module
 
@@ -27,3 +27,16 @@ def test_the_column_sums_read_their_operand_a_row_apart_or_in_place():
     column = parse_module(column_sum(1024, 128, "1,0")).entry.instructions[0].shape
     row = parse_module(column_sum(1024, 128, "0,1")).entry.instructions[0].shape
     assert column.layout.minor_to_major == (1, 0) and row.layout.minor_to_major == (0, 1)
+
+
+@pytest.mark.parametrize("kib", EDGE_KIB)
+def test_the_edge_copies_move_the_stated_bytes_kept_row_major_or_to_column_major(kib):
+    modules = {label: parse_module(text).entry.instructions for label, text in edge_copies(kib)}
+    assert set(modules) == {"base", "copy", "minor"}
+    for label, (param, root) in modules.items():
+        assert param.shape.element_count * 4 == kib * 1024
+        assert param.shape.layout.minor_to_major == (1, 0)
+        assert root.opcode == ("slice" if label == "base" else "copy")
+    assert modules["base"][1].shape.element_count == 1
+    assert modules["copy"][1].shape.layout.minor_to_major == (1, 0)
+    assert modules["minor"][1].shape.layout.minor_to_major == (0, 1)
