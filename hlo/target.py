@@ -276,8 +276,9 @@ class CopyCost(_Frozen):
     extent is the smaller), instead of ``row_ns`` per run: a copy to a 3-element minor dim
     runs a scalar tile per third element, one to a 4-element minor dim is as fast as a wide
     one. 0: the target's copies have no such cost.
-    ``cache_bytes``: a copy inside a module streams at the cache's bandwidth only while it
-    moves at most this many bytes (read + written), where less than the target's own
+    ``cache_bytes``: a copy inside a module (and a reshape that moves data, priced from the
+    copy moving the same bytes) streams at the cache's bandwidth only while it moves at most
+    this many bytes (read + written), where less than the target's own
     ``cache_bytes`` (timed alone, a copy is run again and again on the same buffers, which
     stay cached; inside a module its source was written earlier and its result is a fresh
     buffer). None: the target's.

@@ -205,7 +205,7 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
         return _transpose_movement(cm, rel, src, dst, cu, cv)
     target = cm.target
     nbytes = physical_bytes(src, cu.format) + physical_bytes(dst, cv.format)
-    ns = (target.pass_ns(nbytes) * target.copies.factor
+    ns = (target.copy_pass_ns(nbytes) * target.copies.factor
           * target.transpose.minor_factor(src.element_type))
     why = f"{rel.kind} is not a bitcast: {nbytes} bytes"
     slower = target.transpose.reshape_standalone
