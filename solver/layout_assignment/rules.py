@@ -209,9 +209,8 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
         reasons.append(f"{why} ({'hard' if rule.hard else 'preference'}: {rule.note or rule.kind})")
 
     for rule in cm.target.rules_for(op):
-        if not _applies(rule, etype, spatial, k if role == "operand" else None):
-            continue
-        if chained and _naive(rule, op):
+        if not _applies(rule, etype, spatial, k if role == "operand" else None) or (
+                chained and _naive(rule, op)):
             continue
         prefs = preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels, combiner,
                                               ranks)
