@@ -29,7 +29,9 @@ Unseen modules (``--unseen N``, default 3): ``N`` random programs of
 ``bench/programs/random_programs.py`` at seeds from 90001 (the differential benchmark ran
 0-499) and the GPT-2 and ResNet training steps of ``bench/programs/deep.py`` at depth 1,
 lowered by JAX at run time, measured after the others the same way and summarized apart
-(``summary["unseen"]``): none of them was measured before the model was fitted.
+(``summary["unseen"]``): none of them was measured before the model was fitted. Those
+defaults have been measured in runs since; ``--unseen-seed S`` and ``--unseen-depth D`` pick
+random programs and every deep family at seeds and a depth no run has measured.
 """
 
 from __future__ import annotations
@@ -79,13 +81,21 @@ UNSEEN_SEED = 90001
 UNSEEN_DEEP = (("gpt2", 1), ("resnet", 1))
 
 
-def unseen_modules(count: int) -> list[str]:
-    """Names of the unseen modules: ``count`` random programs at fixed seeds, then the deep
-    models' families at small depth (none of them measured before the model was fitted)."""
+def unseen_modules(count: int, seed: int = UNSEEN_SEED, depth: int = 0) -> list[str]:
+    """Names of the unseen modules: ``count`` random programs from ``seed`` on, then the deep
+    models' families at small depth (``depth``: every family of :mod:`bench.programs.deep` at
+    that depth instead). The defaults have been measured in earlier runs; a run that must see
+    modules no model change ever saw passes seeds and a depth not used before."""
     if count <= 0:
         return []
-    return ([f"unseen_random_{UNSEEN_SEED + k}" for k in range(count)]
-            + [f"unseen_{family}_{depth}" for family, depth in UNSEEN_DEEP])
+    if depth:
+        from bench.programs.deep import FAMILIES
+
+        deep = [(family, depth) for family in sorted(FAMILIES)]
+    else:
+        deep = list(UNSEEN_DEEP)
+    return ([f"unseen_random_{seed + k}" for k in range(count)]
+            + [f"unseen_{family}_{d}" for family, d in deep])
 
 
 def _unseen_program(name: str):
@@ -535,6 +545,12 @@ def main() -> None:
                         help="random programs at fixed seeds never used before, measured after "
                              "the others with the deep models at small depth and reported "
                              "apart (0: none)")
+    parser.add_argument("--unseen-seed", type=int, default=UNSEEN_SEED,
+                        help="the first seed of the unseen random programs (the default's have "
+                             "been measured before: pass one never used for modules never seen)")
+    parser.add_argument("--unseen-depth", type=int, default=0,
+                        help="every deep family (llama, gpt2, resnet, scan) at this depth as "
+                             "unseen modules, instead of gpt2 and resnet at depth 1")
     parser.add_argument("--table", type=Path, default=None,
                         help="print the markdown table of an --out file and stop")
     parser.add_argument("--rescore", type=Path, default=None,
@@ -568,7 +584,8 @@ def main() -> None:
     from bench.programs.fidelity import PROGRAMS
 
     names = (args.modules.split(",") if args.modules
-             else corpus_modules() + list(PROGRAMS) + unseen_modules(args.unseen))
+             else corpus_modules() + list(PROGRAMS)
+             + unseen_modules(args.unseen, args.unseen_seed, args.unseen_depth))
     names = [n for n in names if n not in args.skip.split(",")]
     compare = None
     if args.compare_target:

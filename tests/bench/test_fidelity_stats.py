@@ -71,6 +71,16 @@ def test_the_summary_reports_unseen_modules_apart_with_both_taus():
     assert s["unseen"]["ours_faster_beyond_noise"] == [(names[0], 0.5, 1.053)]
 
 
+def test_unseen_modules_can_start_at_seeds_and_a_depth_never_measured():
+    from bench.fidelity import unseen_modules
+    from bench.programs.deep import FAMILIES
+
+    names = unseen_modules(2, seed=91001, depth=2)
+    assert names[:2] == ["unseen_random_91001", "unseen_random_91002"]
+    assert sorted(names[2:]) == sorted(f"unseen_{family}_2" for family in FAMILIES)
+    assert unseen_modules(0, seed=91001, depth=2) == []
+
+
 def test_same_program_ignores_how_a_scalar_layout_is_written():
     import dataclasses
 
