@@ -89,14 +89,12 @@ class RelationSignature(NamedTuple):
     forms: tuple
     op: object
     v_member: tuple[str, int]
-    operand: int
 
 
 def relation_signature(graph: LayoutGraph, rel: Relation) -> RelationSignature:
     return RelationSignature(rel.kind, rel.shape, graph.nodes[rel.v].shape, rel.view, rel.dims,
                              rel.reader, graph.nodes[rel.u].constant, rel.weight, rel.inline,
-                             rel.overwrites, rel.flops, rel.forms, rel.op, rel.v_member,
-                             rel.operand if rel.kind == "conv_naive" else 0)
+                             rel.overwrites, rel.flops, rel.forms, rel.op, rel.v_member)
 
 
 class NodeSignature(NamedTuple):

@@ -195,8 +195,7 @@ def preference(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
             # loop, a slower kernel), priced by its work.
             total += int(flops * per_flop[0])
             hard = hard or rule.hard
-            reasons.append(f"{why}: the {op} runs {per_flop[1]}, {flops} flops x "
-                           f"{per_flop[0]:g} ns ({rule.note or rule.kind})")
+            reasons.append(_per_flop_reason(rule, op, why, flops, per_flop))
             return
         ns, _ = (cm.conversion(here, cand.format, cm.laid_out(shape, want), want.format)
                  if role == "operand" else
@@ -272,11 +271,17 @@ def naive_loop(cm: CostModel, instr: Instruction, role: str, k: int, shape: Arra
                                                 k if role == "operand" else None):
             continue
         prefs = preferred_candidates_for_rule(cm, instr, role, k, shape, rule, labels)
-        if prefs and cand not in prefs:
-            per = float(rule.params["naive_ns_per_flop"])
-            return int(flops * per), (f"not {prefs[0]}: the convolution runs as a naive loop, "
-                                      f"{flops} flops x {per:g} ns ({rule.note or rule.kind})")
+        per_flop = _per_flop(rule, role)
+        if prefs and cand not in prefs and per_flop is not None:
+            return int(flops * per_flop[0]), _per_flop_reason(rule, op, f"not {prefs[0]}",
+                                                              flops, per_flop)
     return 0, ""
+
+
+def _per_flop_reason(rule: OpRule, op: str, why: str, flops: int,
+                     per_flop: tuple[float, str]) -> str:
+    return (f"{why}: the {op} runs {per_flop[1]}, {flops} flops x {per_flop[0]:g} ns "
+            f"({rule.note or rule.kind})")
 
 
 def _measured_extra(cm: CostModel, instr: Instruction, role: str, shape: ArrayShape,
