@@ -11,8 +11,10 @@ Units: bandwidth in GB/s (= bytes per ns), costs as dimensionless factors on
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import os
 import tomllib
 from collections import Counter
 from importlib import resources
@@ -423,6 +425,13 @@ class TransposeUnit(_Frozen):
         return element_bytes in self.element_bytes and (cols * element_bytes) % self.alignment_bytes == 0
 
 
+class HostCpu(_Frozen):
+    """The CPU a calibration was measured on, as ``/proc/cpuinfo`` names it."""
+
+    vendor: str = ""
+    model: str = ""
+
+
 class Target(_Frozen):
     """One backend, as data. ``tiles_for`` answers "which tiles would this array get"."""
 
@@ -442,6 +451,8 @@ class Target(_Frozen):
     transpose_unit: TransposeUnit | None = None
     in_place: InPlaceCost = InPlaceCost()
     calibration: str = ""
+    # The CPU the numbers were measured on; the built-in ``cpu`` picks by it.
+    host: HostCpu | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Target:
@@ -513,10 +524,74 @@ class Target(_Frozen):
 # ---------------------------------------------------------------------------
 
 
-def builtin_target_names() -> tuple[str, ...]:
-    """Names of the targets shipped in ``hlo/targets`` (sorted)."""
+#: The name that means "this host's CPU": the shipped ``cpu-*`` calibration whose ``[host]``
+#: matches the CPU this process runs on (its model name, else its vendor), else
+#: :data:`DEFAULT_CPU`. ``HLO_LAYOUT_CPU_TARGET`` names one of them instead.
+HOST_CPU = "cpu"
+DEFAULT_CPU = "cpu-epyc"
+CPU_TARGET_VARIABLE = "HLO_LAYOUT_CPU_TARGET"
+
+
+def host_cpu(cpuinfo: str = "/proc/cpuinfo") -> HostCpu:
+    """This machine's CPU as the kernel reports it (empty fields where it does not)."""
+    found = {"vendor_id": "", "model name": ""}
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in found and not found[key.strip()]:
+                    found[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return HostCpu(vendor=found["vendor_id"], model=found["model name"])
+
+
+def _shipped() -> tuple[str, ...]:
     folder = resources.files("hlo") / "targets"
     return tuple(sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
+def _shipped_data(name: str) -> dict[str, Any]:
+    return tomllib.loads((resources.files("hlo") / "targets" / f"{name}.toml").read_text())
+
+
+@functools.cache
+def _cpu_hosts() -> tuple[tuple[str, HostCpu], ...]:
+    return tuple((name, HostCpu.model_validate(_shipped_data(name)["host"]))
+                 for name in _shipped() if name.startswith(HOST_CPU + "-"))
+
+
+def host_cpu_target(host: HostCpu | None = None, pinned: str | None = None) -> str:
+    """The built-in target that ``cpu`` means here: ``pinned`` (default: the
+    ``HLO_LAYOUT_CPU_TARGET`` variable) when set, else the ``cpu-*`` calibration of this
+    host's CPU model, else of its vendor, else :data:`DEFAULT_CPU`.
+
+    Example: on an ``Intel(R) Xeon(R) Processor @ 2.80GHz`` -> ``"cpu-xeon"``."""
+    pinned = os.environ.get(CPU_TARGET_VARIABLE) if pinned is None else pinned
+    shipped = _cpu_hosts()
+    if pinned:
+        if pinned not in {name for name, _ in shipped}:
+            raise TargetError(f"{CPU_TARGET_VARIABLE}={pinned} is not a CPU target: use one of "
+                              f"{', '.join(name for name, _ in shipped)}")
+        return pinned
+    host = host_cpu() if host is None else host
+    for same in (lambda h: bool(h.model) and h.model == host.model,
+                 lambda h: bool(h.vendor) and h.vendor == host.vendor):
+        matched = [name for name, h in shipped if same(h)]
+        if matched:
+            return matched[0]
+    return DEFAULT_CPU
+
+
+def resolved_name(spec: str) -> str:
+    """``spec`` with :data:`HOST_CPU` replaced by the CPU target it means on this host."""
+    return host_cpu_target() if spec == HOST_CPU else spec
+
+
+def builtin_target_names() -> tuple[str, ...]:
+    """Names of the built-in targets (sorted): the ones shipped in ``hlo/targets`` and
+    :data:`HOST_CPU`, this host's CPU."""
+    return tuple(sorted((*_shipped(), HOST_CPU)))
 
 
 def _describe(error: ValidationError) -> str:
@@ -557,8 +632,8 @@ def load_target(spec: str | Path | dict[str, Any]) -> Target:
     if isinstance(spec, dict):
         return _validate(spec, "(inline)")
     if isinstance(spec, str) and spec in builtin_target_names():
-        text = (resources.files("hlo") / "targets" / f"{spec}.toml").read_text()
-        return _validate(tomllib.loads(text), f"'{spec}'")
+        name = resolved_name(spec)
+        return _validate(_shipped_data(name), f"'{name}'")
     path = Path(spec)
     if path.suffix in (".toml", ".json") or path.exists():
         return _validate(read_target_file(path), str(path))

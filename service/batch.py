@@ -41,7 +41,7 @@ from service.pipeline import (
     Outcome,
     Success,
     TargetSpec,
-    InlineTarget,
+    target_identity,
 )
 from service.worker_pool import WorkerPool
 
@@ -102,6 +102,12 @@ class BatchSpec:
     options: Options
     target: TargetSpec | None = None
     timeout_s: float = 60.0  # wall clock per module; assign adds its own time limit
+
+    def __post_init__(self) -> None:
+        # The driver's host decides what ``cpu`` means, not each worker's (a Ray cluster
+        # may mix CPUs): every module is priced by one target.
+        if isinstance(self.target, str):
+            object.__setattr__(self, "target", target_identity(self.target))
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,11 +198,10 @@ def read_module(path: Path) -> bytes:
 
 def job_key(spec: BatchSpec) -> str:
     """Identity of the job: a record made under another key is not reused."""
-    target: Any = spec.target.data if isinstance(spec.target, InlineTarget) else spec.target
     identity = {
         "version": PACKAGE_VERSION,
         "operation": spec.operation.value,
-        "target": target,
+        "target": target_identity(spec.target),
         "options": options_to_json(spec.options),
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
@@ -408,11 +413,10 @@ def _baseline_cost(baselines: Any, name: str) -> Any:
 def write_summary(inputs: Sequence[BatchInput], spec: BatchSpec, out: Path, engine: str) -> Path:
     """Rebuild ``summary.json`` and ``summary.csv`` from the per-module records."""
     rows = [_summary_row(r) for r in _records(inputs, out)]
-    target: Any = spec.target.data if isinstance(spec.target, InlineTarget) else spec.target
     statuses = [row["status"] for row in rows]
     summary = {
         "operation": spec.operation.value,
-        "target": target,
+        "target": target_identity(spec.target),
         "options": options_to_json(spec.options),
         "version": PACKAGE_VERSION,
         "engine": engine,

@@ -127,6 +127,20 @@ TargetSpec = str | InlineTarget
 """A built-in target name (``"tpu"``) or an inline target object."""
 
 
+def target_identity(spec: TargetSpec | None) -> Any:
+    """What ``spec`` stands for on this host, as JSON data: an inline target's data, the
+    built-in ``cpu`` as the CPU target it means here (``cpu-xeon``...), other names as they
+    are. Results keyed by it are never shared between hosts that price differently."""
+    from hlo.target import TargetError, resolved_name
+
+    if isinstance(spec, InlineTarget):
+        return spec.data
+    try:
+        return resolved_name(spec) if isinstance(spec, str) else spec
+    except TargetError:  # a bad HLO_LAYOUT_CPU_TARGET: the operation reports it
+        return spec
+
+
 @dataclass(frozen=True, slots=True)
 class ModuleRequest:
     """One module and what to do with it. ``name`` is the file name used in diagnostics."""
@@ -243,18 +257,15 @@ def request_to_json(request: Request) -> dict[str, Any]:
         return {
             "operation": Operation.MEASURE.value,
             "modules": [list(m) for m in request.modules],
-            "target": request.target.data if isinstance(request.target, InlineTarget) else request.target,
+            "target": target_identity(request.target),
             "options": options_to_json(request.options),
             **({"xla_layouts_of": request.xla_layouts_of}
                if request.xla_layouts_of is not None else {}),
         }
-    target: Any = request.target
-    if isinstance(target, InlineTarget):
-        target = target.data
     return {
         "operation": request.operation.value,
         "hlo": request.hlo,
-        "target": target,
+        "target": target_identity(request.target),
         "options": options_to_json(request.options),
     }
 
@@ -589,7 +600,8 @@ def list_targets() -> list[dict[str, Any]]:
         target = load(name)
         listed.append(
             {
-                "name": target.name,
+                "name": name,
+                **({"this_host": target.name} if target.name != name else {}),
                 "description": target.description,
                 "layout_family": target.layout_family,
                 "memory_bandwidth_gb_per_s": target.memory_bandwidth_gb_per_s,

@@ -17,10 +17,12 @@ import datetime
 import math
 import os
 import platform as platform_module
+import statistics
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from hlo.target import HostCpu, host_cpu
 from service.calibration.fit import Coefficients, DeviceCoefficients, Sample, fit, fit_device
 from service.calibration.microbenchmarks import Group, groups
 from service.xla.errors import XlaError
@@ -50,6 +52,8 @@ class Calibration:
     note: str = ""  # how the measurements came together, when not from one run
     #: The host's level-1 data cache (sets, ways, line bytes), read from the system.
     cache: tuple[int, int, int] | None = None
+    #: The CPU measured (``cpu`` only), as the system names it.
+    host: HostCpu | None = None
 
 
 #: Where Linux describes the host's caches.
@@ -84,15 +88,7 @@ def cache_geometry(root: str = CACHES, level: int = 1) -> tuple[int, int, int] |
 
 def machine_description() -> str:
     """CPU model, core count and host name, as this machine reports them."""
-    model = platform_module.processor() or platform_module.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    model = host_cpu().model or platform_module.processor() or platform_module.machine()
     return f"{model}, {os.cpu_count()} cores, {platform_module.node()}"
 
 
@@ -137,7 +133,8 @@ def calibrate(*, platform: str = "cpu", reps: int = 7, quick: bool = False,
     """Run every group and fit; raises :class:`XlaError` when a microbenchmark cannot run."""
     measured, machine = measure(platform=platform, reps=reps, quick=quick, progress=progress)
     return fitted(platform, machine, _now(), _load(), reps, measured,
-                  cache_geometry() if platform == "cpu" else None)
+                  cache_geometry() if platform == "cpu" else None,
+                  host_cpu() if platform == "cpu" else None)
 
 
 def _now() -> str:
@@ -150,7 +147,8 @@ def _load() -> tuple[float, float, float]:
 
 
 def fitted(platform: str, machine: str, date: str, load: tuple[float, float, float], reps: int,
-           measured: list[Measured], cache: tuple[int, int, int] | None = None) -> Calibration:
+           measured: list[Measured], cache: tuple[int, int, int] | None = None,
+           host: HostCpu | None = None) -> Calibration:
     """The calibration of these measurements (medians; ``own_ns`` is recomputed).
 
     The fixed cost of running a module, subtracted from every median: on ``cpu`` the
@@ -172,7 +170,7 @@ def fitted(platform: str, machine: str, date: str, load: tuple[float, float, flo
         found = fit_device(samples)
         coefficients = dataclasses.replace(found, base=found.base.rounded())
     return Calibration(platform, machine, date, load, reps, coefficients, tuple(measured),
-                       cache=cache)
+                       cache=cache, host=host)
 
 
 def to_json(calibration: Calibration) -> dict:
@@ -181,6 +179,7 @@ def to_json(calibration: Calibration) -> dict:
                      calibration.reps, calibration.date, calibration.load_average,
                      calibration.note),
             "cache": None if calibration.cache is None else list(calibration.cache),
+            "host": None if calibration.host is None else calibration.host.model_dump(),
             "coefficients": dataclasses.asdict(calibration.coefficients)}
 
 
@@ -194,10 +193,47 @@ def record(platform: str, machine: str, measured: Sequence[Measured], reps: int,
         "coefficients": None, "note": note,
         "cache": (None if platform != "cpu" or (geometry := cache_geometry()) is None
                   else list(geometry)),
+        "host": None if platform != "cpu" else host_cpu().model_dump(),
         "measured": [{"label": m.label, "kind": m.kind, "dtype": m.dtype, "bytes": m.bytes,
                       "median_ms": m.median_ms, "own_ns": m.own_ns, "group": m.group}
                      for m in measured],
     }
+
+
+def merged(runs: Sequence[dict]) -> dict:
+    """Several ``calibrate --json`` runs as one: each microbenchmark's median over the runs
+    (its label in every run), the machine and cache of the first, the dates from the first
+    to the last, the highest load average. ``ValueError`` when the runs are of different
+    platforms or machines, or measured different microbenchmarks.
+
+    Example: three runs whose ``base`` medians are 7, 9 and 8 us -> one run at 8 us."""
+    if not runs:
+        raise ValueError("no runs to merge")
+    try:
+        first = runs[0]
+        for run in runs[1:]:
+            for key in ("platform", "machine", "cache", "host"):
+                if run.get(key) != first.get(key):
+                    raise ValueError(f"the runs differ in {key}: {first.get(key)!r} and "
+                                     f"{run.get(key)!r}")
+        labels = [[str(m["label"]) for m in run["measured"]] for run in runs]
+        if any(sorted(found) != sorted(labels[0]) for found in labels[1:]):
+            raise ValueError("the runs measured different microbenchmarks")
+        by_label = [{str(m["label"]): m for m in run["measured"]} for run in runs]
+        measured = [{**m, "median_ms": statistics.median(
+                        [float(b[m["label"]]["median_ms"]) for b in by_label])}
+                    for m in first["measured"]]
+        loads = [[float(x) for x in run["load_average"]] for run in runs]
+        dates = sorted({str(run["date"]) for run in runs})
+        return {**first, "measured": measured, "coefficients": None,
+                "date": dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}",
+                "load_average": [max(column) for column in zip(*loads)],
+                "reps": min(int(run["reps"]) for run in runs),
+                "note": (f"each microbenchmark's median over {len(runs)} runs "
+                         f"({', '.join(str(run['reps']) for run in runs)} rounds)")
+                if len(runs) > 1 else first.get("note", "")}
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"not a calibration written by calibrate --json: {err!r}") from None
 
 
 def from_json(data: dict) -> Calibration:
@@ -220,12 +256,13 @@ def from_json(data: dict) -> Calibration:
             if not (math.isfinite(m.median_ms) and m.median_ms > 0 and m.bytes > 0):
                 raise ValueError(f"{m.label}: a median of {m.median_ms} ms over {m.bytes} "
                                  "bytes is not a measurement")
+        host = None if data.get("host") is None else HostCpu.model_validate(data["host"])
         load = tuple(float(x) for x in data["load_average"])
         if len(load) != 3 or not any(m.kind == "base" for m in measured):
             raise ValueError("three load averages and at least one base module are needed")
         return dataclasses.replace(
             fitted(str(data["platform"]), str(data["machine"]), str(data["date"]), load,  # type: ignore[arg-type]
-                   int(data["reps"]), measured, geometry),  # type: ignore[arg-type]
+                   int(data["reps"]), measured, geometry, host),  # type: ignore[arg-type]
             note=str(data.get("note") or ""))
     except (KeyError, TypeError) as err:
         raise ValueError(f"not a calibration written by calibrate --json: {err!r}") from None

@@ -4,6 +4,7 @@ every measurement as a comment."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections import defaultdict
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from hlo.shape import element_bits
 
-from hlo.target import TILE_BYTES
+from hlo.target import TILE_BYTES, HostCpu
 from service.calibration.fit import (CACHE_BYTES, LARGE_BYTES, MODULE_COPY_CACHE_BYTES, NARROW_STRIDE,
                                     SMALL_BYTES, WIDE_STRIDE,
                                     DeviceCoefficients)
@@ -37,14 +38,14 @@ NEST_MIN_BYTES = 131072
 
 _TEMPLATE = '''# {platform}: calibrated by `hlo-layout calibrate --platform {platform}` through XLA's own
 # execution path (the module run as written, one pinned CPU, {reps} interleaved rounds).
-# Machine: {machine}. Date: {date}. Load average then: {load}.
-name = "{platform}"
+# Machine: {machine}. Date: {date}. Load average then: {load}.{note}
+name = "{name}"
 description = "Host CPU through XLA:CPU: untiled default layouts, Eigen dot/convolution"
 memory_bandwidth_gb_per_s = {c.bandwidth_gb_per_s}
 cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
-tileable_minor_dims = 0
+tileable_minor_dims = 0{host}
 calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes timed alone, a copy inside a module up to {copy_cache_bytes}) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a copy that keeps its minor dim {c.copy_row_ns} ns more per run of it{standalone_rows_note}; one that moves it (a blocked transpose) {c.copy_tile_ns} ns per tile ({c.copy_tile_input_factor}x where the source's minor dim is the shorter; every element a tile where the result's minor dim has size 1); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}{in_place_note}; a reduce-window with a windowed dim physically minor {c.window_minor_ns} ns per element its windows read. {n} samples."
 
 [transpose]
@@ -123,13 +124,23 @@ def _cache(geometry: tuple[int, int, int] | None) -> str:
             f"[transpose.cache]\nsets = {sets}\nways = {ways}\nline_bytes = {line}\n")
 
 
-def target_toml(calibration: Calibration) -> str:
-    """The TOML text (it loads as a target: the CLI checks that before writing it)."""
+def _host(host: HostCpu | None) -> str:
+    """The ``host`` line (the built-in ``cpu`` picks the calibration of its host's CPU)."""
+    if host is None:
+        return ""
+    return f"\nhost = {{ vendor = {json.dumps(host.vendor)}, model = {json.dumps(host.model)} }}"
+
+
+def target_toml(calibration: Calibration, name: str | None = None) -> str:
+    """The TOML text (it loads as a target: the CLI checks that before writing it), named
+    ``name`` (default: the platform's name)."""
     if isinstance(calibration.coefficients, DeviceCoefficients):
         return device_target_toml(calibration)
     c = calibration.coefficients
     load = ", ".join(f"{x:g}" for x in calibration.load_average)
     text = _TEMPLATE.format(platform=calibration.platform, reps=calibration.reps,
+                            name=name or calibration.platform, host=_host(calibration.host),
+                            note="".join(f"\n# {line}" for line in textwrap.wrap(calibration.note, 94)),
                             machine=calibration.machine, date=calibration.date, load=load,
                             load1=calibration.load_average[0], c=c, n=c.samples,
                             min_stride=STANDALONE_MIN_STRIDE,

@@ -22,19 +22,22 @@ def register(app: typer.Typer) -> None:
         reps: int = typer.Option(7, "--reps", min=1, help="Timed rounds per microbenchmark."),
         quick: bool = typer.Option(False, "--quick", help="f32 and the two smaller sizes only."),
         as_json: bool = typer.Option(False, "--json", help="Print coefficients and samples."),
-        source: Path | None = typer.Option(
-            None, "--from", help="Fit the measurements a calibrate --json run wrote (on this "
-                                 "or another machine) instead of measuring."),
+        name: str | None = typer.Option(None, "--name", help="The target's name (default: "
+                                        "the platform's)."),
+        sources: list[Path] = typer.Option(
+            [], "--from", help="Fit the measurements a calibrate --json run wrote (on this "
+                               "or another machine) instead of measuring; given again, each "
+                               "microbenchmark's median over the runs."),
     ) -> None:
         """Run the microbenchmarks in XLA, fit the coefficients, write the target file."""
         from service.calibration.fit import FitError
-        from service.calibration.run import calibrate, from_json, to_json
+        from service.calibration.run import calibrate, from_json, merged, to_json
         from service.calibration.target_file import target_toml
         from service.xla.errors import XlaError
 
         try:
-            if source is not None:
-                result = from_json(json.loads(source.read_text()))
+            if sources:
+                result = from_json(merged([json.loads(s.read_text()) for s in sources]))
             else:
                 result = calibrate(platform=platform, reps=reps, quick=quick,
                                    progress=lambda name: typer.echo(f"measuring {name}", err=True))
@@ -43,9 +46,10 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(code=2) from None
         except (OSError, UnicodeDecodeError, ValueError) as err:  # FitError is a ValueError
             what = "the measurements do not fit" if isinstance(err, FitError) else "cannot read"
-            typer.echo(f"{source or 'calibrate'}: error: {what}: {err}", err=True)
+            where = ", ".join(str(s) for s in sources) or "calibrate"
+            typer.echo(f"{where}: error: {what}: {err}", err=True)
             raise typer.Exit(code=2) from None
-        text = target_toml(result)
+        text = target_toml(result, name)
         if out is not None:
             out.write_text(text)
             try:

@@ -47,7 +47,8 @@ def _target_summary(name: str) -> dict:
         tiles = target.tiles_for(ArrayShape(element_type, (1024, 1024)))
         examples[element_type] = "".join(map(str, tiles)) or "untiled"
     return {
-        "name": target.name,
+        "name": name,
+        **({"this_host": target.name} if target.name != name else {}),
         "description": target.description,
         "layout_family": target.layout_family,
         "memory_bandwidth_gb_per_s": target.memory_bandwidth_gb_per_s,
@@ -126,7 +127,8 @@ def register(app: typer.Typer) -> None:
                        f"transpose x{row['transpose_factors']['minor_moving']:g} "
                        f"(major-only x{row['transpose_factors']['major_only']:g})  "
                        f"{row['op_rules']} op rules  tiles: {tiles}"
-                       + (f"  formats: {', '.join(row['formats'])}" if row["formats"] else ""))
+                       + (f"  formats: {', '.join(row['formats'])}" if row["formats"] else "")
+                       + (f"  (this host: {row['this_host']})" if "this_host" in row else ""))
 
     @app.command("explain-layout")
     def explain_layout(

@@ -10,7 +10,8 @@ import pytest
 
 from hlo.errors import HloError
 from hlo.shape import ArrayShape
-from hlo.target import TargetError, builtin_target_names, load_target
+from hlo.target import (CPU_TARGET_VARIABLE, DEFAULT_CPU, HostCpu, TargetError, builtin_target_names,
+                        host_cpu, host_cpu_target, load_target, resolved_name)
 
 
 def tiles_text(target, element_type, dims, mtm=None) -> str:
@@ -21,7 +22,7 @@ def test_builtins_load_and_validate() -> None:
     assert set(builtin_target_names()) >= {"tpu", "gpu", "cpu", "ascend"}
     for name in builtin_target_names():
         target = load_target(name)
-        assert target.name == name
+        assert target.name == resolved_name(name)
         assert target.memory_bandwidth_gb_per_s > 0
         assert target.description and target.calibration
 
@@ -133,3 +134,48 @@ def test_user_files(tmp_path) -> None:
         load_target(tmp_path / "missing.toml")
     with pytest.raises(TargetError, match="unknown target 'vax'"):
         load_target("vax")
+
+
+XEON = "Intel(R) Xeon(R) Processor @ 2.80GHz"
+
+
+def test_host_cpu_reads_the_vendor_and_model_the_kernel_reports(tmp_path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text(f"processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: {XEON}\n\n"
+                    "processor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: another\n")
+    assert host_cpu(str(info)) == HostCpu(vendor="GenuineIntel", model=XEON)
+    assert host_cpu(str(tmp_path / "missing")) == HostCpu()
+
+
+@pytest.mark.parametrize(("host", "expected"), [
+    (HostCpu(vendor="GenuineIntel", model=XEON), "cpu-xeon"),         # the model measured
+    (HostCpu(vendor="GenuineIntel", model="Intel(R) Core(TM) i9"), "cpu-xeon"),  # its vendor
+    (HostCpu(vendor="AuthenticAMD", model="AMD EPYC 9654 96-Core"), "cpu-epyc"),
+    (HostCpu(vendor="AuthenticAMD", model="AMD EPYC"), "cpu-epyc"),
+    (HostCpu(vendor="ARM", model=""), DEFAULT_CPU),                   # no calibration of its own
+    (HostCpu(), DEFAULT_CPU),
+])
+def test_cpu_means_the_calibration_of_this_hosts_cpu(host, expected) -> None:
+    assert host_cpu_target(host, pinned="") == expected
+    assert load_target(expected).host is not None
+
+
+def test_the_cpu_target_variable_pins_one_and_refuses_what_is_not_a_cpu_target(monkeypatch) -> None:
+    intel = HostCpu(vendor="GenuineIntel", model=XEON)
+    assert host_cpu_target(intel, pinned="cpu-epyc") == "cpu-epyc"
+    monkeypatch.setenv(CPU_TARGET_VARIABLE, "cpu-xeon")
+    assert resolved_name("cpu") == "cpu-xeon" and resolved_name("tpu") == "tpu"
+    assert load_target("cpu") == load_target("cpu-xeon")
+    assert load_target("cpu").name == "cpu-xeon"
+    for wrong in ("tpu", "cpu", "no-such"):
+        monkeypatch.setenv(CPU_TARGET_VARIABLE, wrong)
+        with pytest.raises(TargetError, match=f"{CPU_TARGET_VARIABLE}={wrong} is not a CPU target: "
+                                              "use one of cpu-epyc, cpu-xeon"):
+            load_target("cpu")
+
+
+def test_the_suite_prices_with_the_calibration_its_numbers_came_from() -> None:
+    """tests/conftest.py pins ``cpu`` to ``cpu-epyc`` on every host, so no expected number
+    in the suite depends on the CPU it runs on."""
+    assert {"cpu", "cpu-epyc", "cpu-xeon"} <= set(builtin_target_names())
+    assert load_target("cpu").name == "cpu-epyc"

@@ -161,7 +161,9 @@ def test_unknown_route_and_method(client: httpx.Client) -> None:
 def test_targets(client: httpx.Client) -> None:
     r = client.get("/v1/targets")
     assert r.status_code == 200, r.text
-    assert {"tpu", "gpu", "cpu", "ascend"} <= {t["name"] for t in r.json()["targets"]}
+    listed = {t["name"]: t for t in r.json()["targets"]}
+    assert {"tpu", "gpu", "cpu", "cpu-epyc", "cpu-xeon", "ascend"} <= set(listed)
+    assert listed["cpu"]["this_host"] == "cpu-epyc" and "this_host" not in listed["cpu-xeon"]
 
 
 @pytest.mark.parametrize("target", ["no-such-target", "/etc/hostname", "../targets/tpu.toml",

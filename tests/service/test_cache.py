@@ -37,6 +37,29 @@ def test_key_depends_on_text_target_options_and_operation_only() -> None:
     )
 
 
+def test_the_host_cpu_target_is_keyed_by_the_calibration_it_means_here(monkeypatch) -> None:
+    """``cpu`` means another calibration on another CPU: a cache shared between hosts (or a
+    batch driven from one) never hands one host's answer to the other; ``cpu`` and the name
+    it means here are one key."""
+    from service.batch import BatchSpec, job_key
+    from service.pipeline import target_identity
+
+    assign = ModuleRequest(Operation.ASSIGN, EXAMPLE_HLO, target="cpu", options=AssignOptions())
+    here = cache_key(assign)
+    assert here == cache_key(dataclasses.replace(assign, target="cpu-epyc"))
+    spec = BatchSpec(Operation.ASSIGN, AssignOptions(), "cpu")
+    assert spec.target == "cpu-epyc" and job_key(spec) == job_key(dataclasses.replace(spec, target="cpu-epyc"))
+    monkeypatch.setenv("HLO_LAYOUT_CPU_TARGET", "cpu-xeon")
+    assert cache_key(assign) != here
+    assert cache_key(assign) == cache_key(dataclasses.replace(assign, target="cpu-xeon"))
+    assert BatchSpec(Operation.ASSIGN, AssignOptions(), "cpu").target == "cpu-xeon"
+    monkeypatch.setenv("HLO_LAYOUT_CPU_TARGET", "tpu")  # not a CPU target: the operation says so
+    assert target_identity("cpu") == "cpu"
+    outcome = run(assign)
+    assert isinstance(outcome, Failure) and outcome.type is FailureType.INVALID_TARGET
+    assert "HLO_LAYOUT_CPU_TARGET=tpu is not a CPU target" in outcome.message
+
+
 def test_outcomes_round_trip_and_persist(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     cache = ResultCache(path)

@@ -210,3 +210,43 @@ def test_a_width_factor_must_be_positive():
     spec["transpose"]["minor_moving_by_bytes"] = {"1": -1.0}
     with pytest.raises(TargetError, match="minor_moving_by_bytes"):
         load_target(spec)
+
+
+def test_calibrate_from_several_runs_fits_each_microbenchmarks_median(tmp_path):
+    """Three runs, one of them twice as slow everywhere and one 10 % faster: the merged run
+    holds the middle run's medians, so its fit is the middle run's fit; runs of another
+    platform or of other microbenchmarks are refused with exit 2."""
+    from service.calibration.run import from_json, merged
+    from service.cli import build_app
+
+    middle = json.loads(RECORDED.read_text())
+    slow, fast = json.loads(RECORDED.read_text()), json.loads(RECORDED.read_text())
+    for m in slow["measured"]:
+        m["median_ms"] *= 2.0
+    for m in fast["measured"]:
+        m["median_ms"] *= 0.9
+    fast["measured"].reverse()  # matched by label, not by position
+    fast["date"], slow["load_average"] = "2000-01-01 00:00 UTC", [9.0, 9.0, 9.0]
+    one = merged([slow, middle, fast])
+    assert [m["median_ms"] for m in one["measured"]] == [m["median_ms"] for m in middle["measured"]]
+    assert one["load_average"] == [9.0, 9.0, 9.0] and one["date"].startswith("2000-01-01 00:00 UTC to ")
+    assert one["reps"] == middle["reps"]
+    assert one["note"] == f"each microbenchmark's median over 3 runs ({', '.join([str(middle['reps'])] * 3)} rounds)"
+    assert from_json(one).coefficients == from_json(middle).coefficients
+    paths = []
+    for i, run in enumerate((slow, middle, fast)):
+        paths += ["--from", str(tmp_path / f"run{i}.json")]
+        (tmp_path / f"run{i}.json").write_text(json.dumps(run))
+    out = tmp_path / "merged.toml"
+    result = CliRunner().invoke(build_app(), ["calibrate", *paths, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "# each microbenchmark's median over 3 runs" in out.read_text()
+    other = dict(middle, platform="tpu")
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    result = CliRunner().invoke(build_app(), ["calibrate", *paths[:2], "--from", str(tmp_path / "other.json")])
+    assert result.exit_code == 2 and "differ in platform" in result.output
+    fewer = dict(middle, measured=middle["measured"][1:])
+    (tmp_path / "fewer.json").write_text(json.dumps(fewer))
+    result = CliRunner().invoke(build_app(), ["calibrate", *paths[:2], "--from", str(tmp_path / "fewer.json")])
+    assert result.exit_code == 2 and "different microbenchmarks" in result.output
+    assert "Traceback" not in result.output
