@@ -52,6 +52,7 @@ from bench.fidelity_stats import (kendall_tau, kendall_tau_noise, noise_band,  #
                                   resolved_agreement, sign_test_resolved, within)
 from hlo.equivalence import compare_normwise  # noqa: E402
 from hlo.parser import parse_module  # noqa: E402
+from hlo.target import resolved_name  # noqa: E402
 from service.layout_operations import model_cost  # noqa: E402
 from service.xla.execution import run_modules  # noqa: E402
 from service.xla.refusals import refusal_reason  # noqa: E402
@@ -604,7 +605,7 @@ def main() -> None:
               f"ours/xla {(ours.get('ratio') or {}).get('median')} (min {ours.get('min_ratio')}, "
               f"same program {result.get('same_as_xla')}), "
               f"predicted {ours.get('predicted_ratio')} {result.get('skipped', '')}", flush=True)
-    summary = summarize(results)
+    summary = {"target": resolved_name(args.target), **summarize(results)}
     print(json.dumps(summary, indent=1))
     if args.out:
         args.out.write_text(json.dumps({"summary": summary, "results": results}, indent=1))

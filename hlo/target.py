@@ -546,6 +546,11 @@ def host_cpu(cpuinfo: str = "/proc/cpuinfo") -> HostCpu:
     return HostCpu(vendor=found["vendor_id"], model=found["model name"])
 
 
+@functools.cache
+def _this_host() -> HostCpu:
+    return host_cpu()
+
+
 def _shipped() -> tuple[str, ...]:
     folder = resources.files("hlo") / "targets"
     return tuple(sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml")))
@@ -557,8 +562,9 @@ def _shipped_data(name: str) -> dict[str, Any]:
 
 @functools.cache
 def _cpu_hosts() -> tuple[tuple[str, HostCpu], ...]:
-    return tuple((name, HostCpu.model_validate(_shipped_data(name)["host"]))
-                 for name in _shipped() if name.startswith(HOST_CPU + "-"))
+    found = ((name, _shipped_data(name).get("host")) for name in _shipped()
+             if name.startswith(HOST_CPU + "-"))
+    return tuple((name, HostCpu.model_validate(host)) for name, host in found if host is not None)
 
 
 def host_cpu_target(host: HostCpu | None = None, pinned: str | None = None) -> str:
@@ -574,7 +580,7 @@ def host_cpu_target(host: HostCpu | None = None, pinned: str | None = None) -> s
             raise TargetError(f"{CPU_TARGET_VARIABLE}={pinned} is not a CPU target: use one of "
                               f"{', '.join(name for name, _ in shipped)}")
         return pinned
-    host = host_cpu() if host is None else host
+    host = _this_host() if host is None else host
     for same in (lambda h: bool(h.model) and h.model == host.model,
                  lambda h: bool(h.vendor) and h.vendor == host.vendor):
         matched = [name for name, h in shipped if same(h)]
