@@ -224,6 +224,11 @@ class TransposeCost(_Frozen):
     minor_moving: float = Field(gt=0)
     major_only: float = Field(gt=0)
     uncoalesced: float = Field(gt=0)
+    #: ``minor_moving`` and ``standalone`` where the copy's bytes stream at the cache's
+    #: bandwidth (:meth:`Target.copy_cached`), where they differ (measured on an Intel Xeon:
+    #: a copy moving the minor dim 1.5-1.6x a plain one in the cache, 2.8-3.2x beyond it).
+    minor_moving_cached: float | None = Field(None, gt=0)
+    standalone_cached: float | None = Field(None, gt=0)
     #: ``minor_moving`` for elements of this many bytes where it differs (measured on an
     #: H200: 1-byte elements 1.46x a copy, 4-byte ones 1.12x).
     minor_moving_by_bytes: dict[int, float] = Field(default_factory=dict)
@@ -248,10 +253,20 @@ class TransposeCost(_Frozen):
             raise ValueError("element widths and factors must be positive")
         return value
 
-    def minor_factor(self, element_type: str) -> float:
-        """``minor_moving`` for elements of ``element_type`` (by its width in bytes)."""
+    def minor_factor(self, element_type: str, cached: bool = False) -> float:
+        """``minor_moving`` for elements of ``element_type`` (by its width in bytes); of a
+        copy whose bytes stay in the cache, ``minor_moving_cached`` where set."""
+        if cached and self.minor_moving_cached is not None:
+            return self.minor_moving_cached
         return self.minor_moving_by_bytes.get(element_bytes(element_type),
                                               self.minor_moving)
+
+    def standalone_factor(self, cached: bool = False) -> float:
+        """``standalone``; of a transpose whose bytes stay in the cache,
+        ``standalone_cached`` where set."""
+        if cached and self.standalone_cached is not None:
+            return self.standalone_cached
+        return self.standalone
 
 
 #: The widest tile edge, in bytes, of a blocked-transpose copy (XLA:CPU's: one AVX register).
@@ -506,6 +521,13 @@ class Target(_Frozen):
         if limit is not None and limit < nbytes <= self.cache_bytes:
             return nbytes / self.memory_bandwidth_gb_per_s
         return self.pass_ns(nbytes)
+
+    def copy_cached(self, nbytes: int) -> bool:
+        """Whether a copy moving ``nbytes`` (read + written) inside a module streams at the
+        cache's bandwidth (:meth:`copy_pass_ns`)."""
+        limit = self.copies.cache_bytes
+        return (self.cache_bandwidth_gb_per_s is not None and nbytes <= self.cache_bytes
+                and (limit is None or nbytes <= limit))
 
     def copy_ns(self, read_bytes: int, write_bytes: int) -> float:
         """A plain copy: read + write at bandwidth, times the copy factor, plus launch."""

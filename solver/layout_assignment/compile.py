@@ -204,7 +204,7 @@ def _movement(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
     target = cm.target
     nbytes = physical_bytes(src, cu.format) + physical_bytes(dst, cv.format)
     ns = (target.copy_pass_ns(nbytes) * target.copies.factor
-          * target.transpose.minor_factor(src.element_type))
+          * target.transpose.minor_factor(src.element_type, target.copy_cached(nbytes)))
     why = f"{rel.kind} is not a bitcast: {nbytes} bytes"
     slower = target.transpose.reshape_standalone
     stride = _reshape_read_stride(src, dst) if rel.kind == "reshape" else 0
@@ -258,7 +258,9 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
     laid = cm.laid_out(rel.shape, want)
     ns, why = cm.conversion(src, cu.format, laid, "")
     stride = _read_stride(src, dst, rel.dims)
-    if target.standalone == 1.0:
+    standalone = target.standalone_factor(
+        cm.target.copy_cached(physical_bytes(src, cu.format) + physical_bytes(laid)))
+    if standalone == 1.0:
         return want, ns, why, ns, f"transpose moves data: {why}"
     if (target.standalone_major != 1.0 and not cu.format and not cv.format
             and stride == element_bytes(src.element_type)):
@@ -293,7 +295,7 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
     streams = _streams(cm.target, stride, dst, nest)
     if streams:
         return want, ns, why, base, f"transpose moves data: {base_why}; {streams}"
-    slower = _by_stride(cm.target, target.standalone, stride)
+    slower = _by_stride(cm.target, standalone, stride)
     share = ""
     if nest and len(nest) > 1:
         # Only the reads whose lines are evicted before they are read again miss.

@@ -176,7 +176,7 @@ def _conversion(target: Target, src: ArrayShape, src_fmt: str, dst: ArrayShape,
         if minor_same and tiles_a == tiles_b and src_fmt == dst_fmt:
             factor, why = target.transpose.major_only, "permutes major dims only"
         else:
-            factor = target.transpose.minor_factor(src.element_type)
+            factor = target.transpose.minor_factor(src.element_type, target.copy_cached(nbytes))
             why = "moves the minor/tiled dims"
             staging = target.transpose.shared_staging
             if staging is not None:

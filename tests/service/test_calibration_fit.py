@@ -544,3 +544,51 @@ def test_the_built_in_xeon_target_is_the_fit_of_its_three_recorded_runs(tmp_path
     assert out.read_text() == (root / "hlo" / "targets" / "cpu-xeon.toml").read_text()
     assert load_target("cpu-xeon").host == HostCpu(vendor="GenuineIntel",
                                                    model="Intel(R) Xeon(R) Processor @ 2.80GHz")
+
+
+def test_copies_and_transposes_that_stay_in_the_cache_get_their_own_factors():
+    """Cached copies moving the minor dim 1.5x a plain cached copy, 3x beyond the cache;
+    cached transposes 3x that copy, 4x beyond: the cached fit gives back 1.5 and 3 where the
+    slopes through every size follow the largest sizes (3 and 4)."""
+    from service.calibration.fit import CACHE_BYTES, _cached_movement, _slope
+
+    cache_per_byte, per_byte = 1.0 / 20.0, 1.0 / 10.0
+    samples = []
+    for nbytes in (65536, 1048576, 16777216, 67108864):
+        cached = 2 * nbytes <= CACHE_BYTES
+        moved = 2 * nbytes * (cache_per_byte if cached else per_byte)
+        minor, standalone = (1.5, 3.0) if cached else (3.0, 4.0)
+        samples += [Sample("copy", nbytes, moved), Sample("copy_minor", nbytes, moved * minor),
+                    Sample("transpose", nbytes, moved * minor * standalone)]
+    assert _cached_movement(samples, 0.0, cache_per_byte) == pytest.approx((1.5, 3.0))
+    assert _slope(samples, "copy_minor", 0.0, 2.0) / per_byte == pytest.approx(3.0, rel=0.01)
+    beyond = [s for s in samples if 2 * s.bytes > CACHE_BYTES or s.kind == "copy"]
+    assert _cached_movement(beyond, 0.0, cache_per_byte) == (None, None)  # one factor then
+
+
+def test_a_copy_in_the_cache_is_priced_with_the_cached_factor(tmp_path):
+    """``minor_moving_cached`` prices a relayout whose bytes stay in the cache (at most the
+    copy limit inside a module), ``minor_moving`` a larger one; ``standalone_cached`` a
+    standalone transpose in the cache."""
+    from hlo.parser import parse_shape
+    from hlo.target import load_target, read_target_file
+    from solver.layout_assignment.costs import CostModel
+
+    data = read_target_file(__import__("pathlib").Path(__file__).resolve().parents[2]
+                            / "hlo" / "targets" / "cpu-xeon.toml")
+    target = load_target(data)
+    cost = CostModel(target)
+    small = (parse_shape("f32[256,512]{1,0}"), parse_shape("f32[256,512]{0,1}"))
+    large = (parse_shape("f32[1024,1024]{1,0}"), parse_shape("f32[1024,1024]{0,1}"))
+    assert target.copy_cached(2 * 256 * 512 * 4) and not target.copy_cached(2 * 1024 * 1024 * 4)
+    _, why_small = cost.conversion(small[0], "", small[1], "")
+    _, why_large = cost.conversion(large[0], "", large[1], "")
+    assert f"x{target.transpose.minor_moving_cached:g}: moves the minor" in why_small
+    assert f"x{target.transpose.minor_moving:g}: moves the minor" in why_large
+    assert target.transpose.minor_moving_cached < target.transpose.minor_moving
+    assert target.transpose.standalone_factor(True) == target.transpose.standalone_cached
+    assert target.transpose.standalone_factor(False) == target.transpose.standalone
+    plain = dict(data, transpose={k: v for k, v in data["transpose"].items()
+                                  if k not in ("minor_moving_cached", "standalone_cached")})
+    _, why_plain = CostModel(load_target(plain)).conversion(small[0], "", small[1], "")
+    assert f"x{target.transpose.minor_moving:g}: moves the minor" in why_plain  # unset: one factor
