@@ -570,12 +570,13 @@ def test_a_copy_in_the_cache_is_priced_with_the_cached_factor(tmp_path):
     """``minor_moving_cached`` prices a relayout whose bytes stay in the cache (at most the
     copy limit inside a module), ``minor_moving`` a larger one; ``standalone_cached`` a
     standalone transpose in the cache."""
+    from pathlib import Path
+
     from hlo.parser import parse_shape
     from hlo.target import load_target, read_target_file
     from solver.layout_assignment.costs import CostModel
 
-    data = read_target_file(__import__("pathlib").Path(__file__).resolve().parents[2]
-                            / "hlo" / "targets" / "cpu-xeon.toml")
+    data = read_target_file(Path(__file__).resolve().parents[2] / "hlo" / "targets" / "cpu-xeon.toml")
     target = load_target(data)
     cost = CostModel(target)
     small = (parse_shape("f32[256,512]{1,0}"), parse_shape("f32[256,512]{0,1}"))
