@@ -517,14 +517,14 @@ class Target(_Frozen):
     def copy_pass_ns(self, nbytes: int) -> float:
         """:meth:`pass_ns` of a copy moving ``nbytes`` (read + written) inside a module: at
         the cache's bandwidth only up to ``copies.cache_bytes`` where that is set."""
-        limit = self.copies.cache_bytes
-        if limit is not None and limit < nbytes <= self.cache_bytes:
-            return nbytes / self.memory_bandwidth_gb_per_s
-        return self.pass_ns(nbytes)
+        cache = self.cache_bandwidth_gb_per_s
+        if cache is not None and self.copy_cached(nbytes):
+            return nbytes / cache
+        return nbytes / self.memory_bandwidth_gb_per_s
 
     def copy_cached(self, nbytes: int) -> bool:
         """Whether a copy moving ``nbytes`` (read + written) inside a module streams at the
-        cache's bandwidth (:meth:`copy_pass_ns`)."""
+        cache's bandwidth: it fits ``cache_bytes`` and, where set, ``copies.cache_bytes``."""
         limit = self.copies.cache_bytes
         return (self.cache_bandwidth_gb_per_s is not None and nbytes <= self.cache_bytes
                 and (limit is None or nbytes <= limit))
@@ -603,9 +603,9 @@ def host_cpu_target(host: HostCpu | None = None, pinned: str | None = None) -> s
                               f"{', '.join(name for name, _ in shipped)}")
         return pinned
     host = _this_host() if host is None else host
-    for same in (lambda h: bool(h.model) and h.model == host.model,
-                 lambda h: bool(h.vendor) and h.vendor == host.vendor):
-        matched = [name for name, h in shipped if same(h)]
+    for field in ("model", "vendor"):
+        wanted = getattr(host, field)
+        matched = [name for name, h in shipped if wanted and getattr(h, field) == wanted]
         if matched:
             return matched[0]
     return DEFAULT_CPU

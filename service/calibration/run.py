@@ -216,10 +216,9 @@ def merged(runs: Sequence[dict]) -> dict:
                 if run.get(key) != first.get(key):
                     raise ValueError(f"the runs differ in {key}: {first.get(key)!r} and "
                                      f"{run.get(key)!r}")
-        labels = [[str(m["label"]) for m in run["measured"]] for run in runs]
-        if any(sorted(found) != sorted(labels[0]) for found in labels[1:]):
-            raise ValueError("the runs measured different microbenchmarks")
         by_label = [{str(m["label"]): m for m in run["measured"]} for run in runs]
+        if any(found.keys() != by_label[0].keys() for found in by_label[1:]):
+            raise ValueError("the runs measured different microbenchmarks")
         measured = [{**m, "median_ms": statistics.median(
                         [float(b[m["label"]]["median_ms"]) for b in by_label])}
                     for m in first["measured"]]

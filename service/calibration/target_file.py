@@ -14,7 +14,7 @@ from hlo.shape import element_bits
 
 from hlo.target import TILE_BYTES, HostCpu
 from service.calibration.fit import (CACHE_BYTES, LARGE_BYTES, MODULE_COPY_CACHE_BYTES, NARROW_STRIDE,
-                                    SMALL_BYTES, WIDE_STRIDE,
+                                    SMALL_BYTES, WIDE_STRIDE, Coefficients,
                                     DeviceCoefficients)
 from service.calibration.microbenchmarks import NEAR_MIN_BYTES, NEAR_STRIDE
 from service.calibration.run import Calibration
@@ -124,6 +124,20 @@ def _cache(geometry: tuple[int, int, int] | None) -> str:
             f"[transpose.cache]\nsets = {sets}\nways = {ways}\nline_bytes = {line}\n")
 
 
+def _cached_movement(c: Coefficients) -> dict[str, str]:
+    """The ``[transpose]`` lines and the notes of the factors fitted over the cached sizes
+    alone (nothing where none were)."""
+    minor, standalone = c.minor_moving_cached, c.standalone_cached
+    return {
+        "cached_factors": "".join(f"\n{key} = {value}" for key, value in (
+            ("minor_moving_cached", minor), ("standalone_cached", standalone))
+            if value is not None),
+        "cached_minor_note": ("" if minor is None
+                              else f" ({minor}x where its bytes stay in the cache)"),
+        "cached_standalone_note": "" if standalone is None else f" ({standalone}x in the cache)",
+    }
+
+
 def _host(host: HostCpu | None) -> str:
     """The ``host`` line (the built-in ``cpu`` picks the calibration of its host's CPU)."""
     if host is None:
@@ -140,16 +154,7 @@ def target_toml(calibration: Calibration, name: str | None = None) -> str:
     load = ", ".join(f"{x:g}" for x in calibration.load_average)
     text = _TEMPLATE.format(platform=calibration.platform, reps=calibration.reps,
                             name=name or calibration.platform, host=_host(calibration.host),
-                            cached_factors="".join(
-                                f"\n{key} = {value}" for key, value in (
-                                    ("minor_moving_cached", c.minor_moving_cached),
-                                    ("standalone_cached", c.standalone_cached))
-                                if value is not None),
-                            cached_minor_note=("" if c.minor_moving_cached is None else
-                                               f" ({c.minor_moving_cached}x where its bytes "
-                                               "stay in the cache)"),
-                            cached_standalone_note=("" if c.standalone_cached is None else
-                                                    f" ({c.standalone_cached}x in the cache)"),
+                            **_cached_movement(c),
                             note="".join(f"\n# {line}" for line in textwrap.wrap(calibration.note, 94)),
                             machine=calibration.machine, date=calibration.date, load=load,
                             load1=calibration.load_average[0], c=c, n=c.samples,

@@ -593,3 +593,25 @@ def test_a_copy_in_the_cache_is_priced_with_the_cached_factor(tmp_path):
                                   if k not in ("minor_moving_cached", "standalone_cached")})
     _, why_plain = CostModel(load_target(plain)).conversion(small[0], "", small[1], "")
     assert f"x{target.transpose.minor_moving:g}: moves the minor" in why_plain  # unset: one factor
+
+
+@pytest.mark.parametrize(("n", "cached"), [(512, True), (1024, False)])
+def test_a_standalone_transpose_in_the_cache_is_priced_with_the_cached_factors(n, cached):
+    """``score`` of a module that is one far-reading standalone transpose on ``cpu-xeon``: 2 MiB
+    moved stays in the cache and pays ``minor_moving_cached`` x ``standalone_cached``; 8 MiB
+    pays ``minor_moving`` x ``standalone``."""
+    from hlo.parser import parse_module
+    from hlo.target import load_target
+    from solver.layout_assignment.assign import score
+
+    text = (f"HloModule t\nENTRY %main (p: f32[{n},{n}]) -> f32[{n},{n}] {{\n"
+            f"  %p = f32[{n},{n}]{{1,0}} parameter(0)\n"
+            f"  ROOT %t = f32[{n},{n}]{{1,0}} transpose(f32[{n},{n}]{{1,0}} %p), dimensions={{1,0}}\n}}\n")
+    target = load_target("cpu-xeon")
+    transpose = target.transpose
+    (term,) = score(parse_module(text), target).terms
+    minor = transpose.minor_moving_cached if cached else transpose.minor_moving
+    standalone = transpose.standalone_cached if cached else transpose.standalone
+    assert f"x{minor:g}: moves the minor/tiled dims; x{standalone:.3g}: a standalone" in term.reason
+    expected = target.copy_pass_ns(2 * n * n * 4) * minor * standalone
+    assert term.ns == pytest.approx(expected, rel=1e-4)  # each step rounds up to whole ns
