@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from hlo.errors import LayoutDependentBitcast, LayoutError, Location
-from hlo.ir import Module
+from hlo.ir import Instruction, Module
 from hlo.shape import ArrayShape, Layout, element_bits, leaf_arrays
 from hlo.tiling import element_storage_bits, offset_terms, physical_element_count, physical_offsets
 
@@ -205,6 +205,26 @@ def is_bitcast(src: ArrayShape, dst: ArrayShape, *, ignore_element_type: bool = 
         return reshape_rule_holds(src.dims, src.effective_layout().minor_to_major,
                                   dst.dims, dst.effective_layout().minor_to_major)
     return bool(np.array_equal(physical_offsets(src).reshape(-1), physical_offsets(dst).reshape(-1)))
+
+
+def moves_no_bytes(instr: Instruction, operand: object) -> bool:
+    """True when ``instr``, a ``reshape`` or ``transpose`` of ``operand`` (its operand's
+    shape), is a bitcast in the layouts written: XLA's layout-sensitive simplifier writes
+    it as a ``bitcast`` after layout assignment. False for any other instruction, and when
+    either side has no layout or the shapes do not fit the op."""
+    if instr.opcode not in ("reshape", "transpose") or len(instr.operands) != 1:
+        return False
+    dst = instr.shape
+    if not isinstance(operand, ArrayShape) or not isinstance(dst, ArrayShape) \
+            or operand.layout is None or dst.layout is None:
+        return False
+    dims = instr.attr("dimensions")
+    try:
+        if instr.opcode == "reshape":
+            return is_bitcast(operand, dst)
+        return isinstance(dims, tuple) and transpose_is_bitcast(operand, dst, dims)
+    except LayoutError:
+        return False
 
 
 def _place_unit_dims(dims: Sequence[int], order: list[int], *, all_major: bool) -> tuple[int, ...]:

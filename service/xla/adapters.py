@@ -27,6 +27,13 @@ those passes add (measured, ORACLES §3):
   0.2 ms: XLA's layouts 1.20x faster returned through a tuple than the same module returning
   the values in the root tuple itself), which would credit the form, not the layouts.
 
+- a ``reshape`` or ``transpose`` that moves no bytes: XLA's layout-sensitive algebraic
+  simplifier, which runs after layout assignment, replaces it with a ``bitcast``; the swap
+  comes after it, so on this path XLA:CPU would emit each as a kernel of its own. Measured
+  (XLA:CPU, f32[256,256] to [16,16,16,16]): such a reshape cost about what a copy of the same
+  bytes costs, the ``bitcast`` nothing; left in, every layout that keeps a reshape a bitcast
+  would be charged for a copy XLA's own pipeline never runs. Each becomes a ``bitcast``.
+
 Every copy keeps its source's layout and the fusion computes exactly the scatter, so the
 layouts that run are the ones written; the copies cost the same in two modules that differ
 only in layouts, which keeps paired ratios fair (diluted toward 1 by the copies' time).
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from hlo.bitcast import moves_no_bytes
 from hlo.ir import Computation, ComputationRef, Instruction, Module, computation_name
 from hlo.passes.instruction_sequence import NameTable
 from hlo.shape import ArrayShape, TupleShape
@@ -91,14 +99,40 @@ def _flat_state(shape) -> bool:
 
 
 def adapt_for_xla(module: Module) -> Module:
-    """``module`` with its unfused scatters fused, its loops and in-place custom-calls given
-    their copies, and every leaf of its result a buffer of its own."""
-    return _distinct_results(_adapted(module))
+    """``module`` with its reshapes and transposes that move no bytes written as bitcasts, its
+    unfused scatters fused, its loops and in-place custom-calls given their copies, and every
+    leaf of its result a buffer of its own."""
+    return _distinct_results(_adapted(_bitcasts(module)))
+
+
+def _bitcasts(module: Module) -> Module:
+    """``module`` with every ``reshape`` and ``transpose`` outside a fusion whose operand and
+    result hold every element at the same offset written as a ``bitcast`` (what XLA's
+    layout-sensitive simplifier does after layout assignment)."""
+    fused = _fused(module)
+    comps, changed = [], False
+    for comp in module.computations:
+        shapes = {i.name: i.shape for i in comp.instructions}
+        body = []
+        for instr in comp.instructions:
+            if comp.name not in fused and instr.operands \
+                    and moves_no_bytes(instr, shapes.get(instr.operands[0])):
+                instr = dataclasses.replace(instr, opcode="bitcast", attributes=tuple(
+                    (k, v) for k, v in instr.attributes if k == "metadata"))
+                changed = True
+            body.append(instr)
+        comps.append(dataclasses.replace(comp, instructions=tuple(body)))
+    return dataclasses.replace(module, computations=tuple(comps)) if changed else module
+
+
+def _fused(module: Module) -> set[str]:
+    """The computations that fusions call."""
+    return {name for comp in module.computations for instr in comp.instructions
+            if instr.opcode == "fusion" for name in instr.called_computations()}
 
 
 def _adapted(module: Module) -> Module:
-    fused = {name for comp in module.computations for instr in comp.instructions
-             if instr.opcode == "fusion" for name in instr.called_computations()}
+    fused = _fused(module)
     bodies = {computation_name(instr.attr("body")) for comp in module.computations
               for instr in comp.instructions if instr.opcode == "while"}
     if not bodies and not any(i.opcode == "scatter" or i.attr("output_to_operand_aliasing")

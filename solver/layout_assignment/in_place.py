@@ -43,13 +43,16 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from hlo.bitcast import moves_no_bytes
 from hlo.ir import Computation, Instruction
 from hlo.opcode_facts import ELEMENTWISE
 from hlo.shape import ArrayShape, element_bytes
 
 __all__ = ["InPlace", "in_place_reads"]
 
-#: Ops whose result is (part of) an operand's buffer, not a buffer of their own.
+#: Ops whose result is (part of) an operand's buffer, not a buffer of their own; so is a
+#: reshape or transpose that moves no bytes (XLA writes it as a bitcast after layout
+#: assignment).
 _ALIASING = frozenset({"bitcast", "opt-barrier"})
 #: Values in allocations of their own that no other value joins.
 _READ_ONLY = frozenset({"parameter", "constant"})
@@ -146,7 +149,8 @@ class _Replay:
         self.end = self._ends()
 
     def _base_of(self, instr: Instruction) -> str:
-        if instr.opcode in _ALIASING and instr.operands:
+        if instr.operands and (instr.opcode in _ALIASING or moves_no_bytes(
+                instr, getattr(self.by.get(instr.operands[0]), "shape", None))):
             return self.base.get(instr.operands[0], instr.operands[0])
         if instr.opcode == "get-tuple-element" and instr.operands:
             src = self.by.get(instr.operands[0])

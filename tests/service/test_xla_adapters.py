@@ -204,3 +204,37 @@ def test_modules_that_donate_their_parameters_share_the_inputs_with_the_others()
                       reps=2, sample_ms=0)
     assert [e.refusal for e in run.executions] == [None, None, None]
     assert run.matches(1).ok and run.matches(2).ok
+
+
+# A head split and merge: the first reshape and the transpose keep every element where it is
+# (bitcasts in these layouts), the last reshape does not.
+RESHAPES = """HloModule r, entry_computation_layout={(f32[8,12]{1,0})->(f32[2,4,12]{2,1,0}, f32[12,8]{0,1}, f32[4,24]{1,0})}
+ENTRY e {
+  x = f32[8,12]{1,0} parameter(0)
+  n = f32[8,12]{1,0} negate(x)
+  r = f32[2,4,12]{2,1,0} reshape(n)
+  t = f32[12,8]{0,1} transpose(n), dimensions={1,0}
+  c = f32[8,12]{0,1} copy(n)
+  m = f32[4,24]{1,0} reshape(c)
+  ROOT out = (f32[2,4,12]{2,1,0}, f32[12,8]{0,1}, f32[4,24]{1,0}) tuple(r, t, m)
+}
+"""
+
+
+def test_reshapes_and_transposes_that_move_no_bytes_become_bitcasts():
+    entry = {i.name: i for i in adapt_for_xla(parse_module(RESHAPES)).entry.instructions}
+    assert entry["r"].opcode == "bitcast" and entry["t"].opcode == "bitcast"
+    assert not entry["t"].has_attr("dimensions")
+    assert entry["m"].opcode == "reshape"  # {0,1} read as [4,24]{1,0}: the bytes move
+    assert str(entry["r"].shape) == "f32[2,4,12]{2,1,0}" and entry["r"].operands == ("n",)
+
+
+@pytest.mark.xla
+def test_bitcasts_in_place_of_reshapes_compute_the_reshapes():
+    x = np.random.default_rng(5).standard_normal((8, 12)).astype(np.float32)
+    run = run_modules([("reshapes", parse_module(RESHAPES))], inputs=[x])
+    assert run.executions[0].refusal is None
+    outputs = run.executions[0].outputs
+    np.testing.assert_array_equal(outputs[0], (-x).reshape(2, 4, 12))
+    np.testing.assert_array_equal(outputs[1], (-x).T)
+    np.testing.assert_array_equal(outputs[2], (-x).reshape(4, 24))
