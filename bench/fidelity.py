@@ -14,8 +14,9 @@ one program: it runs once and they share its times (``same_program_as``), so tha
 not rank a program against itself. Every variant's outputs are compared with
 XLA's normal execution of the ``pre`` module (its whole pipeline).
 
-Per module: Kendall's tau between predicted cost (the target's model) and measured median,
-ours/XLA paired ratio and the predicted one (``1 + (cost_ours - cost_xla) / measured_xla``).
+Per module: Kendall's tau between predicted cost (the target's model) and measured time (each
+variant's paired ratio to XLA's layouts, the median over rounds: a drift between rounds
+cancels, as it does not in the median of its own times), ours/XLA paired ratio and the predicted one (``1 + (cost_ours - cost_xla) / measured_xla``).
 Overall: tau pooled over all variants (predicted against measured ratio to XLA), how many
 modules ours is no slower (<= 1.02) / faster by 3 % or more, total time, sign agreement.
 ``--compare-target FILE`` also scores the variants with another target (the old model).
@@ -203,7 +204,7 @@ def measure_module(name: str, args, compare_target) -> dict:
     if compare_target is not None and len(ran) > 2 and all(
             rows[lab]["predicted_ns_compare"] is not None for lab in ran):
         out["tau_compare"] = kendall_tau([rows[lab]["predicted_ns_compare"] for lab in ran],
-                                         [rows[lab]["median_ms"] for lab in ran])
+                                         [measured(rows[lab]) for lab in ran])
     return out
 
 
@@ -266,10 +267,19 @@ def _scored(r: dict) -> dict:
             rows[lab]["predicted_ratio"] = 1 + (rows[lab]["predicted_ns"] - xla["predicted_ns"]) / (
                 xla["median_ms"] * 1e6)
     r = {**r, "tau": kendall_tau([rows[lab]["predicted_ns"] for lab in ran],
-                                 [rows[lab]["median_ms"] for lab in ran]) if len(ran) > 2 else None,
+                                 [measured(rows[lab]) for lab in ran]) if len(ran) > 2 else None,
          "tau_min": kendall_tau([rows[lab]["predicted_ns"] for lab in ran],
                                 [rows[lab]["min_ms"] for lab in ran]) if len(ran) > 2 else None}
     return {**r, **noise_aware(r)}
+
+
+def measured(row: dict) -> float:
+    """A variant's measured time for ranking within its module: its paired ratio to XLA's
+    layouts (median over rounds), or its median time where it has none. Rounds on these
+    machines drift (``rng_dropout_init`` alternated 1.2 and 1.9 ms), so medians of two
+    variants' own times can order them against every round's pair."""
+    ratio = row.get("ratio")
+    return ratio["median"] if ratio else row["median_ms"]
 
 
 def _round_times(run, index: int) -> list[float]:
@@ -302,7 +312,7 @@ def noise_aware(result: dict) -> dict:
     if band is None or len(ran) <= 2:
         return {"band": band, "tau_noise": None, "tau_noise_min": None, "pairs_resolved": None}
     predicted = [rows[lab]["predicted_ns"] for lab in ran]
-    medians = [rows[lab]["median_ms"] for lab in ran]
+    medians = [measured(rows[lab]) for lab in ran]
     minimums = [rows[lab]["min_ms"] for lab in ran]
     pairs = [(i, j) for i in range(len(ran)) for j in range(i + 1, len(ran))]
     rounds = _paired_rounds(rows, ran)

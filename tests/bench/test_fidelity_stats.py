@@ -161,3 +161,24 @@ def test_agreement_over_resolved_pairs_counts_only_what_the_measurement_orders()
     assert resolved_agreement([1, 2, 2], [10, 20, 30],
                               lambda i, j: {i, j} == {0, 2}) == pytest.approx(0.5)
     assert resolved_agreement([1, 2], [10, 20], lambda i, j: True) is None
+
+
+def test_variants_are_ranked_by_their_paired_ratios_not_their_own_medians():
+    from bench.fidelity import _scored
+
+    from service.xla.execution import PairedRatio
+
+    # The rounds drift (1 ms, then 3 ms): "slower" is 10 % above XLA's layouts in 8 of 9
+    # rounds, yet its own median (1.1) lies below XLA's (3.0). Predicted slower, it is.
+    xla = [1.0] * 4 + [3.0] * 5
+    slower = [1.1] * 5 + [3.3] * 4
+    rows = {}
+    for label, times, predicted in (("xla", xla, 0), ("slower", slower, 10),
+                                    ("faster", [0.5 * t for t in xla], -5)):
+        rows[label] = {"median_ms": float(np.median(times)), "min_ms": min(times),
+                       "predicted_ns": predicted, "times_ms": times,
+                       "ratio": PairedRatio.of(times, xla).to_json()}
+    out = _scored({"variants": rows, "noise": {"median": 1.0, "p25": 0.98, "p75": 1.02}})
+    assert rows["slower"]["ratio"]["median"] == pytest.approx(1.1)
+    assert out["tau"] == pytest.approx(1.0)
+    assert out["pairs_resolved"] == [3, 3] and out["agreement_resolved"] == 1.0
