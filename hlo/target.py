@@ -327,8 +327,15 @@ class InPlaceCost(_Frozen):
     """
 
     ns_per_element: dict[str, float] = Field(default_factory=dict)
+    #: Prices of an element type measured apart (f16: XLA:CPU's scalar loop converts every
+    #: element to f32 and back, far slower than the f32 one), by opcode (``default``: that
+    #: type's other opcodes); a type not listed pays ``ns_per_element``.
+    by_type: dict[str, dict[str, float]] = Field(default_factory=dict)
 
-    def price(self, opcode: str) -> float:
+    def price(self, opcode: str, element_type: str = "f32") -> float:
+        typed = self.by_type.get(element_type)
+        if typed is not None and (opcode in typed or "default" in typed):
+            return typed.get(opcode, typed.get("default", 0.0))
         return self.ns_per_element.get(opcode, self.ns_per_element.get("default", 0.0))
 
 
@@ -473,7 +480,8 @@ class Target(_Frozen):
     def _consistent(self) -> Target:
         if self.layout_family == "tiled" and not self.tile_rules:
             raise ValueError("a 'tiled' target needs tile_rules")
-        if self.in_place.ns_per_element and self.layout_family != "row_major":
+        if (self.in_place.ns_per_element or self.in_place.by_type) \
+                and self.layout_family != "row_major":
             raise ValueError("in_place prices need a 'row_major' target (XLA:CPU's buffers)")
         for i, rule in enumerate(self.tile_rules):
             covered = len(rule.tile[0])

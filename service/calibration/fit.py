@@ -169,6 +169,8 @@ class Coefficients:
     #: cache (None: no cached samples, the one factor for every size).
     minor_moving_cached: float | None = None
     standalone_cached: float | None = None
+    #: (element type, opcode, ns per element) of other element types' in-place prices.
+    in_place_typed: tuple[tuple[str, str, float], ...] = ()
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -191,7 +193,8 @@ class Coefficients:
                             round(self.copy_tile_input_factor, 2),
                             round(self.window_minor_ns, 3),
                             round(self.reduce_small_scale, 2),
-                            _round(self.minor_moving_cached), _round(self.standalone_cached))
+                            _round(self.minor_moving_cached), _round(self.standalone_cached),
+                            tuple((t, op, round(ns, 2)) for t, op, ns in self.in_place_typed))
 
 
 def _round(value: float | None) -> float | None:
@@ -260,6 +263,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         standalone_major=_over_form(samples, "major_", "mform_"),
         reduce_variadic_min_extent=_variadic_extent(samples),
         in_place=_in_place(samples),
+        in_place_typed=_in_place_typed(samples),
         reduce_variadic_min_span=_variadic_span(samples),
         dot_operand_ns_per_flop=_dot_form(samples, "dot_operand", DOT_OPERAND_NS_PER_FLOP),
         dot_result_ns_per_flop=_dot_form(samples, "dot_result", DOT_RESULT_NS_PER_FLOP),
@@ -308,20 +312,35 @@ def _over_form(samples: Sequence[Sample], alone: str, form: str) -> float:
 IN_PLACE_MIN_NS = 0.1
 
 
-def _in_place(samples: Sequence[Sample]) -> tuple[tuple[str, float], ...]:
-    """Per opcode, ns per element of an op written over its operand's buffer more than the
-    same op into a fresh one (``inplace_OP`` against ``fresh_OP``); prices under
+def _in_place(samples: Sequence[Sample],
+              dtype: str = "f32") -> tuple[tuple[str, float], ...]:
+    """Per opcode, ns per ``dtype`` element of an op written over its operand's buffer more
+    than the same op into a fresh one (``inplace_OP`` against ``fresh_OP``); prices under
     :data:`IN_PLACE_MIN_NS` left out."""
-    fresh = {s.kind[len("fresh_"):]: s for s in samples if s.kind.startswith("fresh_")}
+    fresh = {s.kind[len("fresh_"):]: s for s in samples
+             if s.kind.startswith("fresh_") and s.dtype == dtype}
     out = []
-    for sample in sorted((s for s in samples if s.kind.startswith("inplace_")),
-                         key=lambda s: s.kind):
+    for sample in sorted((s for s in samples if s.kind.startswith("inplace_")
+                          and s.dtype == dtype), key=lambda s: s.kind):
         op = sample.kind[len("inplace_"):]
         if op not in fresh:
             continue
         per = (sample.ns - fresh[op].ns) / (sample.bytes / element_bytes(sample.dtype))
         if per >= IN_PLACE_MIN_NS:
             out.append((op, per))
+    return tuple(out)
+
+
+def _in_place_typed(samples: Sequence[Sample]) -> tuple[tuple[str, str, float], ...]:
+    """``(dtype, opcode, ns)`` for the element types other than f32 measured in place, each
+    with a ``default`` (its least price: the other opcodes of that type) where any op of it
+    pays one; a type whose ops pay nothing gets ``default`` 0 (its ops are not priced at
+    the f32 prices)."""
+    out: list[tuple[str, str, float]] = []
+    for dtype in sorted({s.dtype for s in samples if s.kind.startswith("inplace_")} - {"f32"}):
+        prices = _in_place(samples, dtype)
+        out += [(dtype, op, ns) for op, ns in prices]
+        out.append((dtype, "default", min((ns for _, ns in prices), default=0.0)))
     return tuple(out)
 
 

@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from hlo.parser import parse_module
 from hlo.ir import Module
 from hlo.opcode_facts import ELEMENTWISE_BINARY
+from hlo.shape import element_bytes
 
 #: (rows, cols) from cache-resident to DRAM (f32: 64 KiB, 1 MiB, 16 MiB).
 SIZES = ((128, 128), (512, 512), (2048, 2048))
@@ -528,24 +529,29 @@ def major_transpose_group(a: int, b: int, c: int) -> Group:
 #: Elementwise ops whose in-place price is measured (others are taken as free): XLA:CPU's
 #: scalar loop costs about what the vector one does for cheap ops, not for these.
 IN_PLACE_OPS = ("exponential", "log", "tanh", "sqrt", "rsqrt", "divide", "add", "multiply")
+#: The same in other element types, whose scalar loop differs: f16 converts every element to
+#: f32 and back (measured on an Intel Xeon: an f16 add in place 5x the one into a fresh buffer).
+IN_PLACE_TYPED = (("f16", ("add", "multiply", "negate")),)
 
 
-def in_place_group(op: str, n: int = 256) -> Group:
-    """``op`` over ``a = p * p`` (``f32[n,n]``) written over ``a``'s buffer (``inplace``: ``a``
-    dies at the op, so XLA:CPU's buffer assignment reuses it) and into a fresh one
+def in_place_group(op: str, n: int = 256, dtype: str = "f32") -> Group:
+    """``op`` over ``a = p * p`` (``dtype[n,n]``) written over ``a``'s buffer (``inplace``:
+    ``a`` dies at the op, so XLA:CPU's buffer assignment reuses it) and into a fresh one
     (``fresh``: ``a`` is also a result); both do the same work."""
-    t = f"f32[{n},{n}]{{1,0}}"
+    t = f"{dtype}[{n},{n}]{{1,0}}"
     args = "%a, %q" if op in ELEMENTWISE_BINARY else "%a"
     body = [f"%p = {t} parameter(0)", f"%q = {t} parameter(1)", f"%a = {t} multiply(%p, %p)",
             f"%e = {t} {op}({args})"]
     both = f"({t}, {t})"
+    nbytes = n * n * element_bytes(dtype)
+    tag = "" if dtype == "f32" else f"{dtype}_"
     benches = (
-        Bench(f"fresh_{op}", f"fresh_{op}", _module(f"fresh_{op}", [t, t], body + [
-            f"ROOT %r = {both} tuple(%e, %a)"], both), n * n * 4, "f32"),
-        Bench(f"inplace_{op}", f"inplace_{op}", _module(
-            f"inplace_{op}", [t, t], body[:-1] + [f"ROOT {body[-1]}"], t), n * n * 4, "f32"),
+        Bench(f"fresh_{op}", f"fresh_{tag}{op}", _module(f"fresh_{tag}{op}", [t, t], body + [
+            f"ROOT %r = {both} tuple(%e, %a)"], both), nbytes, dtype),
+        Bench(f"inplace_{op}", f"inplace_{tag}{op}", _module(
+            f"inplace_{tag}{op}", [t, t], body[:-1] + [f"ROOT {body[-1]}"], t), nbytes, dtype),
     )
-    return Group(f"{op} in place", benches)
+    return Group(f"{'' if dtype == 'f32' else dtype + ' '}{op} in place", benches)
 
 
 #: The reduce-window groups: ``(f32 operand dims, window sizes, paddings (low, high) per dim,
@@ -612,6 +618,8 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [near_transpose_group(n, m) for n, m in (NEAR_SHAPES[:1] if quick else NEAR_SHAPES)]
     out += [major_transpose_group(*s) for s in (MAJOR_SHAPES[:1] if quick else MAJOR_SHAPES)]
     out += [in_place_group(op) for op in (IN_PLACE_OPS[:1] if quick else IN_PLACE_OPS)]
+    out += [in_place_group(op, dtype=t) for t, ops in ([] if quick else IN_PLACE_TYPED)
+            for op in ops]
     out += [dot_form_group(*s) for s in (DOT_SHAPES[1:2] if quick else DOT_SHAPES)]
     out += [window_group(*case) for case in (WINDOW_CASES[:1] if quick else WINDOW_CASES)]
     out.append(convolution_group())

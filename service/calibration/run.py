@@ -202,9 +202,10 @@ def record(platform: str, machine: str, measured: Sequence[Measured], reps: int,
 
 def merged(runs: Sequence[dict]) -> dict:
     """Several ``calibrate --json`` runs as one: each microbenchmark's median over the runs
-    (its label in every run), the machine and cache of the first, the dates from the first
-    to the last, the highest load average. ``ValueError`` when the runs are of different
-    platforms or machines, or measured different microbenchmarks.
+    that measured it (a later version may measure more than an earlier one: the note lists
+    those measured by fewer runs), the machine and cache of the first, the dates from the
+    first to the last, the highest load average. ``ValueError`` when the runs are of
+    different platforms or machines.
 
     Example: three runs whose ``base`` medians are 7, 9 and 8 us -> one run at 8 us."""
     if not runs:
@@ -217,20 +218,25 @@ def merged(runs: Sequence[dict]) -> dict:
                     raise ValueError(f"the runs differ in {key}: {first.get(key)!r} and "
                                      f"{run.get(key)!r}")
         by_label = [{str(m["label"]): m for m in run["measured"]} for run in runs]
-        if any(found.keys() != by_label[0].keys() for found in by_label[1:]):
-            raise ValueError("the runs measured different microbenchmarks")
-        measured = [{**m, "median_ms": statistics.median(
-                        [float(b[m["label"]]["median_ms"]) for b in by_label])}
-                    for m in first["measured"]]
+        every = {str(m["label"]): m for run in reversed(runs) for m in run["measured"]}
+        order = list(dict.fromkeys(str(m["label"]) for run in runs for m in run["measured"]))
+        measured = [{**every[label], "median_ms": statistics.median(
+                        [float(b[label]["median_ms"]) for b in by_label if label in b])}
+                    for label in order]
+        fewer = [label for label in order if sum(label in b for b in by_label) < len(runs)]
         loads = [[float(x) for x in run["load_average"]] for run in runs]
         dates = sorted({str(run["date"]) for run in runs})
+        note = (f"each microbenchmark's median over {len(runs)} runs "
+                f"({', '.join(str(run['reps']) for run in runs)} rounds)")
+        if fewer:
+            note += (f"; {len(fewer)} over the runs that measured them ("
+                     + ", ".join(f"{label} {sum(label in b for b in by_label)}"
+                                 for label in fewer) + ")")
         return {**first, "measured": measured, "coefficients": None,
                 "date": dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}",
                 "load_average": [max(column) for column in zip(*loads)],
                 "reps": min(int(run["reps"]) for run in runs),
-                "note": (f"each microbenchmark's median over {len(runs)} runs "
-                         f"({', '.join(str(run['reps']) for run in runs)} rounds)")
-                if len(runs) > 1 else first.get("note", "")}
+                "note": note if len(runs) > 1 else first.get("note", "")}
     except (KeyError, TypeError) as err:
         raise ValueError(f"not a calibration written by calibrate --json: {err!r}") from None
 

@@ -171,8 +171,8 @@ def target_toml(calibration: Calibration, name: str | None = None) -> str:
                             cache_bytes=CACHE_BYTES, tile_bytes=TILE_BYTES,
                             copy_cache_bytes=MODULE_COPY_CACHE_BYTES,
                             cache=_cache(calibration.cache),
-                            in_place=_in_place(c.in_place),
-                            in_place_note=_in_place_note(c.in_place),
+                            in_place=_in_place(c.in_place, c.in_place_typed),
+                            in_place_note=_in_place_note(c.in_place, c.in_place_typed),
                             extent_note=(f" when each result element reads at least "
                                          f"{c.reduce_min_extent} elements"
                                          if c.reduce_min_extent else "")
@@ -216,18 +216,27 @@ def target_toml(calibration: Calibration, name: str | None = None) -> str:
     return text + "\n" + _measurements(calibration)
 
 
-def _in_place_note(prices: tuple[tuple[str, float], ...]) -> str:
-    if not prices:
+def _in_place_note(prices: tuple[tuple[str, float], ...],
+                   typed: tuple[tuple[str, str, float], ...] = ()) -> str:
+    if not prices and not typed:
         return ""
     listed = ", ".join(f"{op} {ns}" for op, ns in prices)
+    for dtype in dict.fromkeys(t for t, _, _ in typed):
+        ops = ", ".join(f"{op} {ns}" for t, op, ns in typed if t == dtype)
+        listed += f"{'; ' if listed else ''}{dtype}: {ops}"
     return f"; an elementwise op writing over its operand's buffer (scalar loop) {listed} ns per element"
 
 
-def _in_place(prices: tuple[tuple[str, float], ...]) -> str:
-    """The ``[in_place.ns_per_element]`` table (empty: none measured above noise)."""
-    if not prices:
-        return ""
-    return "\n[in_place.ns_per_element]\n" + "".join(f"{op} = {ns}\n" for op, ns in prices)
+def _in_place(prices: tuple[tuple[str, float], ...],
+              typed: tuple[tuple[str, str, float], ...] = ()) -> str:
+    """The ``[in_place.ns_per_element]`` table and one ``[in_place.by_type.T]`` table per
+    other element type measured (empty: none measured above noise)."""
+    text = "\n[in_place.ns_per_element]\n" + "".join(f"{op} = {ns}\n" for op, ns in prices) \
+        if prices else ""
+    for dtype in dict.fromkeys(t for t, _, _ in typed):
+        text += f"\n[in_place.by_type.{dtype}]\n" + "".join(
+            f"{op} = {ns}\n" for t, op, ns in typed if t == dtype)
+    return text
 
 
 def _measurements(calibration: Calibration) -> str:

@@ -471,12 +471,13 @@ def _overwrite(cm: CostModel, rel: Relation) -> tuple[int, str]:
     the operand's own layout has no padding to add."""
     if not rel.overwrites:
         return 0, ""
-    per = cm.target.in_place.price(rel.overwrites)
+    dtype = rel.shape.element_type
+    per = cm.target.in_place.price(rel.overwrites, dtype)
     if per <= 0:
         return 0, ""
     ns = math.ceil(math.prod(rel.shape.dims) * per)
     return ns, (f"{rel.overwrites} writes over its operand's buffer (predicted from XLA:CPU's buffer "
-                f"assignment), so its loop runs scalar: {per:g} ns per element")
+                f"assignment), so its loop runs scalar: {per:g} ns per {dtype} element")
 
 
 def node_cost(cm: CostModel, graph: LayoutGraph, prefs_of: dict[int, list], node_id: int,
