@@ -180,3 +180,27 @@ def test_the_assign_report_gives_the_in_place_price_beside_the_objective():
     assert report["in_place_ns"] == in_place > 0
     assert report["predicted_ns"] == report["objective"] + in_place
     assert report["status"] == "OPTIMAL"  # the layout cost is proven; the in-place price aside
+
+
+def test_an_f16_op_written_over_its_operand_pays_the_f16_price():
+    # cpu-xeon's calibration measured f16 add and multiply in place apart (XLA:CPU's scalar
+    # loop converts each element): 5x the same op into a fresh buffer, while an f32 add in
+    # place costs about what the fresh one does (no f32 price).
+    xeon = load_target("cpu-xeon")
+    f16 = xeon.in_place.by_type["f16"]
+    assert xeon.in_place.price("add", "f16") == f16["add"] > 1.0
+    assert xeon.in_place.price("subtract", "f16") == f16["default"]
+    assert xeon.in_place.price("add", "f32") == 0.0
+    assert xeon.in_place.price("tanh", "bf16") == xeon.in_place.price("tanh")
+    h = "f16[256,256]{1,0}"
+    text = f"""HloModule h, entry_computation_layout={{({h}, {h})->{h}}}
+ENTRY e {{
+  p = {h} parameter(0)
+  q = {h} parameter(1)
+  a = {h} multiply(p, p)
+  ROOT s = {h} add(a, q)
+}}
+"""
+    scored = score(parse_module(text), xeon)
+    assert scored.in_place == math.ceil(256 * 256 * f16["add"])
+    assert score(parse_module(text.replace("f16", "f32")), xeon).in_place == 0
