@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import math
 import os
 import platform as platform_module
@@ -22,6 +23,7 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from hlo.printer import print_module
 from hlo.target import HostCpu, host_cpu
 from service.calibration.fit import Coefficients, DeviceCoefficients, Sample, fit, fit_device
 from service.calibration.microbenchmarks import Group, groups
@@ -38,6 +40,9 @@ class Measured:
     median_ms: float
     own_ns: float  # median minus the base module (see :func:`fitted`)
     group: str = ""  # the name of its group
+    #: The module measured, a digest of its text ("" in runs recorded before it was kept):
+    #: runs merge a label only where they measured the same module.
+    module: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +105,8 @@ def _group(group: Group, reps: int, platform: str) -> tuple[list[Measured], Meas
     refused = [e for e in run.executions if e.refusal]
     if refused:
         raise XlaError(f"{refused[0].label} did not run: {refused[0].refusal}")
-    return [Measured(b.label, b.kind, b.dtype, b.bytes, e.median_ms, 0.0, group.name)
-            for b, e in zip(group.benches, run.executions)], run
+    return [Measured(b.label, b.kind, b.dtype, b.bytes, e.median_ms, 0.0, group.name,
+                     digest(b.module)) for b, e in zip(group.benches, run.executions)], run
 
 
 def measure(*, platform: str = "cpu", reps: int = 7, quick: bool = False,
@@ -160,7 +165,8 @@ def fitted(platform: str, machine: str, date: str, load: tuple[float, float, flo
     bases = ({m.group: m.median_ms for m in measured if m.kind == "base" and m.group}
              if platform != "cpu" else {})
     measured = [Measured(m.label, m.kind, m.dtype, m.bytes, m.median_ms,
-                         max(0.0, (m.median_ms - bases.get(m.group, fastest)) * 1e6), m.group)
+                         max(0.0, (m.median_ms - bases.get(m.group, fastest)) * 1e6), m.group,
+                         m.module)
                 for m in measured]
     samples = [Sample(m.kind, m.bytes, m.own_ns, m.dtype) for m in measured]
     coefficients: Coefficients | DeviceCoefficients
@@ -171,6 +177,11 @@ def fitted(platform: str, machine: str, date: str, load: tuple[float, float, flo
         coefficients = dataclasses.replace(found, base=found.base.rounded())
     return Calibration(platform, machine, date, load, reps, coefficients, tuple(measured),
                        cache=cache, host=host)
+
+
+def digest(module) -> str:
+    """A short digest of ``module``'s text: which module a measurement timed."""
+    return hashlib.sha256(print_module(module).encode()).hexdigest()[:16]
 
 
 def to_json(calibration: Calibration) -> dict:
@@ -195,7 +206,8 @@ def record(platform: str, machine: str, measured: Sequence[Measured], reps: int,
                   else list(geometry)),
         "host": None if platform != "cpu" else host_cpu().model_dump(),
         "measured": [{"label": m.label, "kind": m.kind, "dtype": m.dtype, "bytes": m.bytes,
-                      "median_ms": m.median_ms, "own_ns": m.own_ns, "group": m.group}
+                      "median_ms": m.median_ms, "own_ns": m.own_ns, "group": m.group,
+                      **({"module": m.module} if m.module else {})}
                      for m in measured],
     }
 
@@ -205,7 +217,7 @@ def merged(runs: Sequence[dict]) -> dict:
     that measured it (a later version may measure more than an earlier one: the note lists
     those measured by fewer runs), the machine and cache of the first, the dates from the
     first to the last, the highest load average. ``ValueError`` when the runs are of
-    different platforms or machines.
+    different platforms or machines, or measured different modules under one label.
 
     Example: three runs whose ``base`` medians are 7, 9 and 8 us -> one run at 8 us."""
     if not runs:
@@ -223,6 +235,11 @@ def merged(runs: Sequence[dict]) -> dict:
         measured = [{**every[label], "median_ms": statistics.median(
                         [float(b[label]["median_ms"]) for b in by_label if label in b])}
                     for label in order]
+        for label in order:
+            modules = {str(b[label].get("module", "")) for b in by_label if label in b}
+            if len(modules) > 1:
+                raise ValueError(f"the runs measured different modules as {label} (a run "
+                                 "from another version of the microbenchmarks)")
         fewer = [label for label in order if sum(label in b for b in by_label) < len(runs)]
         loads = [[float(x) for x in run["load_average"]] for run in runs]
         dates = sorted({str(run["date"]) for run in runs})
@@ -255,7 +272,8 @@ def from_json(data: dict) -> Calibration:
         known = {b.label: g.name for g in groups(False, str(data["platform"])) for b in g.benches}
         measured = [Measured(str(m["label"]), str(m["kind"]), str(m["dtype"]), int(m["bytes"]),
                              float(m["median_ms"]), 0.0,
-                             str(m.get("group") or known.get(str(m["label"]), "")))
+                             str(m.get("group") or known.get(str(m["label"]), "")),
+                             str(m.get("module", "")))
                     for m in data["measured"]]
         for m in measured:
             if not (math.isfinite(m.median_ms) and m.median_ms > 0 and m.bytes > 0):
