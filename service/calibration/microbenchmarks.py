@@ -67,14 +67,12 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
 from __future__ import annotations
 
 import math
-import dataclasses
 from dataclasses import dataclass
 
 from hlo.parser import parse_module
 from hlo.ir import Module
 from hlo.opcode_facts import ELEMENTWISE_BINARY
-from hlo.printer import print_module
-from hlo.shape import ArrayShape, element_bytes
+from hlo.shape import element_bytes
 
 #: (rows, cols) from cache-resident to DRAM (f32: 64 KiB, 1 MiB, 16 MiB).
 SIZES = ((128, 128), (512, 512), (2048, 2048))
@@ -625,38 +623,7 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [dot_form_group(*s) for s in (DOT_SHAPES[1:2] if quick else DOT_SHAPES)]
     out += [window_group(*case) for case in (WINDOW_CASES[:1] if quick else WINDOW_CASES)]
     out.append(convolution_group())
-    return [Group(g.name, tuple(_sunk(b) for b in g.benches)) for g in out]
-
-
-#: The ops whose result :func:`_sunk` keeps off the module's result.
-MOVEMENTS = frozenset({"copy", "transpose", "reshape"})
-
-
-def _sunk(bench: Bench) -> Bench:
-    """``bench`` with a root ``copy``, ``transpose`` or ``reshape`` writing a temporary that a
-    one-element slice (the new result) reads, as a movement inside a module writes a buffer
-    the next op reads. XLA:CPU gives a module's result fresh memory every run, whose pages
-    cost their first touch: measured on an Intel Xeon, an ``f32[128,128]`` copy into the
-    result 7 us more than the base module, the same copy between two elementwise ops 0.2 us
-    (``bench/copy_sizes.py``). Other benchmarks are returned as they are."""
-    root = bench.module.entry.root_instruction
-    if root.opcode not in MOVEMENTS or not isinstance(root.shape, ArrayShape):
-        return bench
-    shape = root.shape
-    one = f"{shape.element_type}[{','.join('1' * shape.rank)}]{shape.layout}"
-    ranges = ", ".join("[0:1]" for _ in range(shape.rank))
-    lines = print_module(bench.module).splitlines()
-    out = []
-    for line in lines:
-        if line.startswith("ENTRY "):  # its signature names the result without a layout
-            line = line[:line.rindex("->")] + f"-> {one[:one.index('{')]} {{"
-        elif line.lstrip().startswith("ROOT ") and f"%{root.name} = " in line:
-            line = line.replace("ROOT ", "", 1)
-            out += [line, f"  ROOT %sunk = {one} slice({shape} %{root.name}), slice={{{ranges}}}"]
-            continue
-        out.append(line)
-    text = "\n".join(out).replace(f"->{shape}}}", f"->{one}}}", 1)
-    return dataclasses.replace(bench, module=parse_module(text, bench.label))
+    return out
 
 
 #: Operand sizes on an accelerator: large enough that the op, not the host's dispatch of the

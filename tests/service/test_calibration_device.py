@@ -261,29 +261,3 @@ def test_calibrate_from_several_runs_fits_each_microbenchmarks_median(tmp_path):
     other["measured"][0]["module"] = "0123456789abcdef"
     with pytest.raises(ValueError, match="different modules as"):
         merged([middle, other])
-
-
-def test_cpu_movements_write_a_temporary_a_one_element_slice_reads():
-    """On the cpu path every copy, transpose and moving reshape writes a buffer the next op
-    reads (a module's result would pay its fresh pages), the same bytes as before; other
-    benchmarks and the device groups keep their results."""
-    from service.calibration.microbenchmarks import MOVEMENTS, device_groups, groups
-
-    sunk = kept = 0
-    for group in groups():
-        for bench in group.benches:
-            entry = bench.module.entry
-            root = entry.root_instruction
-            moved = entry.instruction(root.operands[0]) if root.operands else None
-            if root.opcode == "slice" and moved.opcode != "parameter":
-                assert moved.opcode in MOVEMENTS and root.shape.dims == (1,) * moved.shape.rank
-                assert str(bench.module.attr("entry_computation_layout").result) == str(root.shape)
-                sunk += 1
-            else:
-                assert root.opcode not in MOVEMENTS, bench.label
-                kept += 1
-    assert sunk > 100 and kept > 100
-    assert all(g.benches[0].module.entry.root_instruction.opcode != "slice"
-               or g.benches[0].kind == "base" for g in device_groups())
-    assert any(b.module.entry.root_instruction.opcode == "copy"
-               for g in device_groups() for b in g.benches)
