@@ -185,11 +185,18 @@ ENTRY e {
 def test_a_module_returning_one_buffer_twice_runs_in_xla_cpu():
     # Unadapted, XLA:CPU's runtime aborts: "Check failed: ... Unexpected duplicate".
     x = np.random.default_rng(4).standard_normal((4, 3)).astype(np.float32)
-    run = run_modules([("shared", parse_module(SHARED_RESULTS))], inputs=[x])
+    # b: a transpose
+    _runs_and_returns(SHARED_RESULTS, x, (x * x, x * x, x, np.float32(2), (x * x).T))
+
+
+def _runs_and_returns(text: str, x: np.ndarray, wants: tuple) -> None:
+    """``text`` runs in XLA:CPU on ``x`` and returns exactly ``wants``."""
+    run = run_modules([("m", parse_module(text))], inputs=[x])
     assert run.executions[0].refusal is None
     outputs = run.executions[0].outputs
-    for k, want in enumerate((x * x, x * x, x, np.float32(2), (x * x).T)):  # b: a transpose
-        np.testing.assert_array_equal(outputs[k], want)
+    assert len(outputs) == len(wants)
+    for got, want in zip(outputs, wants):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.xla
@@ -232,9 +239,4 @@ def test_reshapes_and_transposes_that_move_no_bytes_become_bitcasts():
 @pytest.mark.xla
 def test_bitcasts_in_place_of_reshapes_compute_the_reshapes():
     x = np.random.default_rng(5).standard_normal((8, 12)).astype(np.float32)
-    run = run_modules([("reshapes", parse_module(RESHAPES))], inputs=[x])
-    assert run.executions[0].refusal is None
-    outputs = run.executions[0].outputs
-    np.testing.assert_array_equal(outputs[0], (-x).reshape(2, 4, 12))
-    np.testing.assert_array_equal(outputs[1], (-x).T)
-    np.testing.assert_array_equal(outputs[2], (-x).reshape(4, 24))
+    _runs_and_returns(RESHAPES, x, ((-x).reshape(2, 4, 12), (-x).T, (-x).reshape(4, 24)))
