@@ -16,7 +16,8 @@ XLA's normal execution of the ``pre`` module (its whole pipeline).
 
 Per module: Kendall's tau between predicted cost (the target's model) and measured time (each
 variant's paired ratio to XLA's layouts, the median over rounds: a drift between rounds
-cancels, as it does not in the median of its own times), ours/XLA paired ratio and the predicted one (``1 + (cost_ours - cost_xla) / measured_xla``).
+cancels, as it does not in the median of its own times), ours/XLA paired ratio and the
+predicted one (``1 + (cost_ours - cost_xla) / measured_xla``).
 Overall: tau pooled over all variants (predicted against measured ratio to XLA), how many
 modules ours is no slower (<= 1.02) / faster by 3 % or more, total time, sign agreement.
 ``--compare-target FILE`` also scores the variants with another target (the old model).
