@@ -3,7 +3,8 @@
 The oracle for :mod:`solver.layout_assignment.in_place`: the module runs once on the execution
 path (:func:`service.xla.execution.run_modules`) with ``--xla_dump_to``, and the dumped
 buffer assignment and schedule are read back. An elementwise op runs in place where its result
-and an operand get the same slice (allocation and offset).
+and an operand get the same slice (allocation and offset; a bitcast operand has the slice of
+the buffer it views).
 
     xla_in_place(module)  -> {"mul": ["add"], "tanh": ["mul"], "sub": []}
 """
@@ -61,8 +62,12 @@ def xla_in_place(module: Module) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for line in scheduled[scheduled.index("ENTRY"):].splitlines():
         m = _INSTRUCTION.match(line)
-        if m and m.group(2) in ELEMENTWISE and m.group(1) in where:
-            operands = re.findall(r"%([\w.\-]+)", m.group(3))
+        if not m:
+            continue
+        operands = re.findall(r"%([\w.\-]+)", m.group(3))
+        if m.group(2) == "bitcast" and operands and operands[0] in where:
+            where.setdefault(m.group(1), where[operands[0]])  # its operand's slice
+        elif m.group(2) in ELEMENTWISE and m.group(1) in where:
             out[m.group(1)] = [o for o in operands if where.get(o) == where[m.group(1)]]
     return out
 

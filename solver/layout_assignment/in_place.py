@@ -193,9 +193,10 @@ class _Replay:
     def _may_overwrite(self, earlier: str, later: str) -> bool:
         """Does ``later`` (defined where ``earlier`` dies) reuse ``earlier``'s buffer?"""
         user = self.by[later]
+        # The shape the user reads: a bitcast's (XLA compares the operand as its user sees it).
         return (earlier not in self.live_out
-                and any(self.base.get(o, o) == earlier for o in user.operands)
-                and _shareable(self.by[earlier].shape, user))
+                and any(self.base.get(o, o) == earlier and o in self.by
+                        and _shareable(self.by[o].shape, user) for o in user.operands))
 
     def interfere(self, a: str, b: str) -> bool:
         """Do the live ranges of values ``a`` and ``b`` keep them out of one buffer?"""

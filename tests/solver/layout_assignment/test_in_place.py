@@ -204,3 +204,31 @@ ENTRY e {{
     scored = score(parse_module(text), xeon)
     assert scored.in_place == math.ceil(256 * 256 * f16["add"])
     assert score(parse_module(text.replace("f16", "f32")), xeon).in_place == 0
+
+
+# A result read through a bitcast of a dying value (XLA's form of an update through a
+# transpose): XLA's buffer assignment compares the operand as its user reads it, the
+# bitcast's layout, so the subtract writes into the product's buffer, and the product into
+# the conversion's.
+THROUGH_BITCAST = """HloModule b, entry_computation_layout={(f32[64,64]{1,0}, f16[64,64]{1,0})->f16[64,64]{1,0}}
+ENTRY e {
+  x = f32[64,64]{1,0} parameter(0)
+  w = f16[64,64]{1,0} parameter(1)
+  d = f32[64,64]{0,1} negate(x)
+  c = f16[64,64]{0,1} convert(d)
+  m = f16[64,64]{0,1} multiply(c, c)
+  t = f16[64,64]{1,0} transpose(m), dimensions={1,0}
+  ROOT s = f16[64,64]{1,0} subtract(w, t)
+}
+"""
+
+
+def test_a_value_read_through_a_bitcast_is_overwritten_as_its_user_reads_it():
+    found = in_place_reads(parse_module(THROUGH_BITCAST).entry)
+    assert {k: v.name for k, v in found.items()} == {"m": "c", "s": "t"}
+
+
+@pytest.mark.xla
+def test_through_a_bitcast_xla_assigns_what_the_replay_predicts():
+    expected = xla_in_place(parse_module(THROUGH_BITCAST))
+    assert {k for k, v in expected.items() if v} == {"m", "s"} and expected["s"] == ["t"]
