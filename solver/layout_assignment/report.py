@@ -25,6 +25,9 @@ is charged once). ``chosen_by`` names the answer returned: ``exact`` (the exact
 shared-copy problem's CP-SAT answer), ``cp-sat`` (the per-use model's optimum),
 ``bound`` (the relaxed problem's labels),
 ``local-search`` (single-node moves on the true cost), ``greedy`` or ``default``.
+Where the cheapest answer's elementwise ops are predicted to write over their operands
+(``in_place_ns``), the all-default and greedy answers are priced too and the least
+``predicted_ns`` is returned, although its ``objective`` may then be above the bound.
 """
 
 from __future__ import annotations
