@@ -28,7 +28,7 @@ shape, element type and layout (XLA's ``CanShareOperandBufferWithUser``). Copies
 The replay is a prediction, checked against XLA's own buffer assignment: on the fidelity
 modules' layout variants it agreed on 97.6 % of 18,603 elementwise ops (BENCHMARKS.md,
 "In-place elementwise ops"); with reshapes and transposes that move no bytes read as
-bitcasts, as XLA runs them, on 96.1 % of 5,427 ops of 12 modules' variants (97.0 %
+bitcasts, as XLA runs them, on 97.0 % of 5,427 ops of 12 modules' variants (the same as
 before). It prices a module as written (``score``, the predicted ratios of ``measure``): which op overwrites which depends on the copies a module has, so
 layout assignment, which decides those copies, does not use it yet.
 
