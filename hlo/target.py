@@ -333,10 +333,10 @@ class InPlaceCost(_Frozen):
     by_type: dict[str, dict[str, float]] = Field(default_factory=dict)
 
     def price(self, opcode: str, element_type: str = "f32") -> float:
-        typed = self.by_type.get(element_type)
-        if typed is not None and (opcode in typed or "default" in typed):
-            return typed.get(opcode, typed.get("default", 0.0))
-        return self.ns_per_element.get(opcode, self.ns_per_element.get("default", 0.0))
+        for table in (self.by_type.get(element_type, {}), self.ns_per_element):
+            if opcode in table or "default" in table:
+                return table.get(opcode, table.get("default", 0.0))
+        return 0.0
 
 
 OpRuleKind = Literal[

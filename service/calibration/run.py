@@ -230,6 +230,7 @@ def merged(runs: Sequence[dict]) -> dict:
                     raise ValueError(f"the runs differ in {key}: {first.get(key)!r} and "
                                      f"{run.get(key)!r}")
         by_label = [{str(m["label"]): m for m in run["measured"]} for run in runs]
+        # Each label's record as the first run that measured it wrote it (its median aside).
         every = {str(m["label"]): m for run in reversed(runs) for m in run["measured"]}
         order = list(dict.fromkeys(str(m["label"]) for run in runs for m in run["measured"]))
         measured = [{**every[label], "median_ms": statistics.median(

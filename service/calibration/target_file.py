@@ -221,9 +221,8 @@ def _in_place_note(prices: tuple[tuple[str, float], ...],
     if not prices and not typed:
         return ""
     listed = ", ".join(f"{op} {ns}" for op, ns in prices)
-    for dtype in dict.fromkeys(t for t, _, _ in typed):
-        ops = ", ".join(f"{op} {ns}" for t, op, ns in typed if t == dtype)
-        listed += f"{'; ' if listed else ''}{dtype}: {ops}"
+    for dtype, ops in _by_type(typed).items():
+        listed += f"{'; ' if listed else ''}{dtype}: " + ", ".join(f"{op} {ns}" for op, ns in ops)
     return f"; an elementwise op writing over its operand's buffer (scalar loop) {listed} ns per element"
 
 
@@ -233,10 +232,17 @@ def _in_place(prices: tuple[tuple[str, float], ...],
     other element type measured (empty: none measured above noise)."""
     text = "\n[in_place.ns_per_element]\n" + "".join(f"{op} = {ns}\n" for op, ns in prices) \
         if prices else ""
-    for dtype in dict.fromkeys(t for t, _, _ in typed):
-        text += f"\n[in_place.by_type.{dtype}]\n" + "".join(
-            f"{op} = {ns}\n" for t, op, ns in typed if t == dtype)
+    for dtype, ops in _by_type(typed).items():
+        text += f"\n[in_place.by_type.{dtype}]\n" + "".join(f"{op} = {ns}\n" for op, ns in ops)
     return text
+
+
+def _by_type(typed: tuple[tuple[str, str, float], ...]) -> dict[str, list[tuple[str, float]]]:
+    """``(dtype, opcode, ns)`` prices grouped by element type, in their order."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for dtype, op, ns in typed:
+        out.setdefault(dtype, []).append((op, ns))
+    return out
 
 
 def _measurements(calibration: Calibration) -> str:
