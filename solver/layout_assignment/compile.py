@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -42,7 +43,7 @@ from hlo.bitcast import bitcast_kind, is_bitcast, transpose_is_bitcast
 from hlo.errors import HloError
 from hlo.shape import ArrayShape, element_bytes
 from solver.layout_assignment.costs import Candidate, CostModel, Term, physical_bytes
-from solver.layout_assignment.layout_graph import LayoutGraph, Relation
+from solver.layout_assignment.layout_graph import LayoutGraph, Relation, runs_note, weighted
 from solver.layout_assignment.rules import dot_nn_rule, naive_loop, preference
 from solver.problem import FORBIDDEN, Problem, Tie, make_problem
 
@@ -82,7 +83,7 @@ class RelationSignature(NamedTuple):
     dims: tuple[int, ...]
     reader: bool
     constant: bool
-    weight: int
+    weight: Fraction
     inline: bool
     overwrites: str
     flops: int
@@ -360,12 +361,12 @@ def copy_parts(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
     if src == dst and cu.format == want.format:
         return None
     pad = cm.padding_ns(dst, want.format, 1)
-    per_use = pad * rel.weight if rel.reader else 0
+    per_use = weighted(pad, rel.weight) if rel.reader else 0
     if graph.nodes[rel.u].constant:
         shared = pad
     else:
         ns, _ = cm.conversion(src, cu.format, dst, want.format)
-        shared = (ns + cm.padding_ns(src, cu.format, 1)) * rel.weight + pad
+        shared = weighted(ns + cm.padding_ns(src, cu.format, 1), rel.weight) + pad
     fmt = want.format if want.format != "NC1HWC0" else ""
     return CopyParts(min(FORBIDDEN - 1, per_use), min(FORBIDDEN - 1, shared), (dst.layout, fmt))
 
@@ -377,8 +378,8 @@ def relation_cost(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidat
     ns, kind, reason = _once(cm, graph, rel, cu, cv)
     if rel.weight == 1 or not 0 < ns < FORBIDDEN:
         return ns, kind, reason
-    return (min(FORBIDDEN - 1, ns * rel.weight), kind,
-            f"{reason} (x{rel.weight}: runs {rel.weight} times per execution)")
+    return (min(FORBIDDEN - 1, weighted(ns, rel.weight)), kind,
+            f"{reason} {runs_note(rel.weight)}")
 
 
 def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
@@ -496,8 +497,8 @@ def node_cost(cm: CostModel, graph: LayoutGraph, prefs_of: dict[int, list], node
         if p is not None:
             ns, reason = p.ns, p.reason
             if pref.weight != 1 and ns:
-                ns = min(FORBIDDEN - 1, ns * pref.weight)
-                reason = f"{reason} (x{pref.weight}: runs {pref.weight} times per execution)"
+                ns = min(FORBIDDEN - 1, weighted(ns, pref.weight))
+                reason = f"{reason} {runs_note(pref.weight)}"
             out.append(NodeTerm(ns, "backend", reason, p.hard))
     return out
 

@@ -30,7 +30,9 @@ The same graph serves assignment (free nodes get candidates) and scoring
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from hlo.bitcast import reject_layout_dependent_bitcasts
 from hlo.buffers import BufferAnalysis, Position, analyze_buffers
@@ -78,8 +80,9 @@ class Relation:
     dims: tuple[int, ...] = ()
     reader: bool = True
     #: How many times the relation's computation runs per module execution (while
-    #: bodies with a known trip count multiply it; see :func:`computation_weights`).
-    weight: int = 1
+    #: bodies with a known trip count multiply it, a conditional's branches share their
+    #: caller's runs; see :func:`computation_weights`).
+    weight: Fraction = Fraction(1)
     #: A ``convert`` an elementwise op does itself, reading its operand in another layout,
     #: or a ``reshape`` or ``transpose`` that moves data itself (only when scoring a module as
     #: written: assignment inserts a copy instead).
@@ -106,7 +109,7 @@ class Pref:
     instruction: Instruction
     role: str
     index: int
-    weight: int = 1
+    weight: Fraction = Fraction(1)
     #: Multiply-adds x 2 of a convolution or a dot (what a rule priced per flop charges:
     #: a naive loop, a slower kernel); 0 for other ops.
     flops: int = 0
@@ -573,19 +576,21 @@ def trip_count(instr: Instruction) -> int | None:
         return None
 
 
-def computation_weights(module: Module) -> dict[str, int]:
+def computation_weights(module: Module) -> dict[str, Fraction]:
     """How many times each computation runs per execution of the entry.
 
     The entry runs once; a while body runs ``known_trip_count`` times per run of
     its caller (once when unknown: the model then charges one iteration, as it
-    did before trip counts were read) and its condition one more time; every
-    other callee (call, conditional branch, fusion, async) as often as its
-    caller, summed over call sites. Reducers and other ``to_apply`` scalar
+    did before trip counts were read) and its condition one more time; a
+    conditional runs one of its n branches per run, which is not known before it
+    runs: each branch counts 1/n of its caller's runs (the expected cost when
+    every branch is as likely); every other callee (call, fusion, async) runs as
+    often as its caller, summed over call sites. Reducers and other ``to_apply`` scalar
     computations hold no arrays and do not matter. One pass over the call graph,
     callers before callees (:meth:`hlo.graph.CallGraph.post_order` reversed),
     settles every caller before its callees, whatever order the text defines them in.
     """
-    weights: dict[str, int] = {module.entry.name: 1}
+    weights: dict[str, Fraction] = {module.entry.name: Fraction(1)}
     by_name = {comp.name: comp for comp in module.computations}
     for name in reversed(CallGraph(module).post_order()):
         comp = by_name[name]
@@ -605,11 +610,25 @@ def computation_weights(module: Module) -> dict[str, int]:
                                                 "false_computation")]
                 branches = instr.attr("branch_computations")
                 refs.extend(branches if isinstance(branches, tuple) else (branches,))
-                for ref in refs:
-                    name = computation_name(ref)
-                    if name:
-                        weights[name] = weights.get(name, 0) + w
+                names = [n for n in map(computation_name, refs) if n]
+                share = w / len(names) if instr.opcode == "conditional" and names else w
+                for name in names:
+                    weights[name] = weights.get(name, 0) + share
     return weights
+
+
+def weighted(ns: int, weight: Fraction) -> int:
+    """``ns`` charged ``weight`` times (a loop body's iterations, a conditional branch's
+    share), rounded up to whole nanoseconds."""
+    return ns if weight == 1 else math.ceil(ns * weight)
+
+
+def runs_note(weight: Fraction) -> str:
+    """What a term's reason says of its computation's runs."""
+    if weight.denominator == 1:
+        return f"(x{weight}: runs {weight} times per execution)"
+    return (f"(x{weight}: runs {weight} times per execution, a conditional's branch counted "
+            f"as its share of the conditional's runs)")
 
 
 def _sub(shape: Shape, path: tuple[int, ...]) -> Shape:

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from hlo.passes.apply_layouts import Conversion, LayoutPlan
 from hlo.shape import Layout
 from solver.layout_assignment.compile import reshape_via_copy, transpose_via_copy, view_of
 from solver.layout_assignment.costs import Candidate, CostModel, physical_bytes
-from solver.layout_assignment.layout_graph import LayoutGraph
+from solver.layout_assignment.layout_graph import LayoutGraph, weighted
 
 __all__ = ["InsertedCopy", "plan_for"]
 
@@ -29,7 +30,7 @@ class InsertedCopy:
     destination: str
     bytes: int
     cost_ns: int
-    runs: int
+    runs: Fraction  # per execution: a conditional's branch counts its share of the runs
     shared: bool
     why: str
 
@@ -37,7 +38,7 @@ class InsertedCopy:
         return {"value": self.value, "path": list(self.path), "computation": self.computation,
                 "for": self.consumer, "operand": self.operand, "from": self.source,
                 "to": self.destination, "bytes": self.bytes, "cost_ns": self.cost_ns,
-                "runs": self.runs, "shared": self.shared, "why": self.why}
+                "runs": int(self.runs) if self.runs.denominator == 1 else float(self.runs), "shared": self.shared, "why": self.why}
 
 
 def plan_for(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate],
@@ -65,7 +66,8 @@ def plan_for(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate],
             consumer=rel.instruction or "ROOT", operand=rel.operand, source=str(src),
             destination=str(dst) + (f" ({want.format})" if want.format else ""),
             bytes=int(physical_bytes(src, cu.format) + physical_bytes(dst, want.format)),
-            cost_ns=0 if constant else ns * rel.weight, runs=rel.weight, shared=key in seen,
+            cost_ns=0 if constant else weighted(ns, rel.weight), runs=rel.weight,
+            shared=key in seen,
             why=("constant re-laid out at compile time" if constant
                  else f"{rel.instruction or 'the root'} needs {want}: {why}")))
         seen.add(key)
@@ -93,7 +95,7 @@ def _copy_before(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate], rel
     inserted.append(InsertedCopy(
         value=rel.value, path=(), computation=rel.computation, consumer=rel.instruction,
         operand=0, source=str(src), destination=str(plain),
-        bytes=int(physical_bytes(src) + physical_bytes(plain)), cost_ns=ns * rel.weight,
+        bytes=int(physical_bytes(src) + physical_bytes(plain)), cost_ns=weighted(ns, rel.weight),
         runs=rel.weight, shared=False,
         why=f"{rel.instruction} moves data: a copy to {layout} makes it a bitcast "
             f"({why})"))

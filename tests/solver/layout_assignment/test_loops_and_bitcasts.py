@@ -3,6 +3,8 @@ transposes/reshapes as ``bitcast`` and the result still verifies and computes th
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from conftest import shared_path
 
@@ -68,6 +70,59 @@ def test_weights_do_not_depend_on_the_order_computations_are_written_in() -> Non
         "inner {\n  r = f32[4] parameter(0)\n  ROOT n = f32[4] negate(r)\n}\n")
     assert [c.name for c in module.computations] == ["e", "outer", "inner"]
     assert computation_weights(module) == {"e": 1, "outer": 1, "inner": 1}
+
+
+#: The same two copies, in one of a conditional's two branches and in the entry.
+BRANCHES = """HloModule cond
+
+b0 {
+  x = f32[256,512]{1,0} parameter(0)
+  ROOT n = f32[256,512]{1,0} negate(x)
+}
+
+b1 {
+  x = f32[256,512]{1,0} parameter(0)
+  t = f32[256,512]{0,1} copy(x)
+  ROOT u = f32[256,512]{1,0} copy(t)
+}
+
+ENTRY e {
+  p = s32[] parameter(0)
+  a = f32[256,512]{1,0} parameter(1)
+  ROOT c = f32[256,512]{1,0} conditional(p, a, a), branch_computations={b0, b1}
+}
+"""
+
+FLAT = """HloModule flat
+
+ENTRY e {
+  a = f32[256,512]{1,0} parameter(0)
+  t = f32[256,512]{0,1} copy(a)
+  ROOT u = f32[256,512]{1,0} copy(t)
+}
+"""
+
+
+def test_a_conditional_runs_one_branch_each_branch_counts_its_share():
+    module = parse_module(BRANCHES, "cond")
+    assert computation_weights(module) == {"e": 1, "b0": Fraction(1, 2), "b1": Fraction(1, 2)}
+    # Inside a loop of 10 iterations, each branch runs 5 times per execution (in expectation).
+    looped = parse_module(LOOP.replace("{TRIP}", TRIP).replace(
+        "  t = f32[256,512] transpose(b), dimensions={1,0}\n",
+        "  t = f32[256,512] transpose(b), dimensions={1,0}\n"
+        "  k = s32[] constant(0)\n  s = f32[256,512] conditional(k, x, x), "
+        "branch_computations={b0, b1}\n") + BRANCHES.split("ENTRY")[0].split("HloModule cond")[1],
+        "looped")
+    weights = computation_weights(looped)
+    assert weights["body"] == 10 and weights["b0"] == weights["b1"] == 5
+    # Each copy in a branch costs half of the same copy run on every execution.
+    branch = {t.instruction: t for t in score(module, "cpu").terms if t.kind == "copy"}
+    flat = {t.instruction: t for t in score(parse_module(FLAT, "flat"), "cpu").terms
+            if t.kind == "copy"}
+    assert set(branch) == set(flat) == {"t", "u"}
+    for name in ("t", "u"):
+        assert branch[name].ns == -(-flat[name].ns // 2)
+        assert "x1/2" in branch[name].reason
 
 
 def test_a_known_trip_count_moves_the_relayout_out_of_the_loop():
