@@ -299,18 +299,11 @@ class CopyCost(_Frozen):
     ``cache_bytes`` (timed alone, a copy is run again and again on the same buffers, which
     stay cached; inside a module its source was written earlier and its result is a fresh
     buffer). None: the target's.
-    ``near_bytes``, ``near_bandwidth_gb_per_s``: a copy inside a module that moves at most
-    ``near_bytes`` streams at ``near_bandwidth_gb_per_s`` instead: its source was just
-    written and its bytes stay in a cache nearer than the one a copy timed alone is fitted
-    in (measured on an Intel Xeon, plain copies in a chain: 85-182 GB/s up to 512 KiB moved,
-    27 GB/s at 2 MiB, against 21.6 GB/s fitted from copies timed alone). None: no such level.
     """
 
     factor: float = Field(gt=0)
     fixed_ns: float = Field(0.0, ge=0)
     cache_bytes: int | None = Field(None, ge=0)
-    near_bytes: int | None = Field(None, ge=0)
-    near_bandwidth_gb_per_s: float | None = Field(None, gt=0)
     inline_relayout: float = Field(1.0, gt=0)
     row_ns: float = Field(0.0, ge=0)
     tile_ns: float = Field(0.0, ge=0)
@@ -531,12 +524,7 @@ class Target(_Frozen):
 
     def copy_pass_ns(self, nbytes: int) -> float:
         """:meth:`pass_ns` of a copy moving ``nbytes`` (read + written) inside a module: at
-        ``copies.near_bandwidth_gb_per_s`` up to ``copies.near_bytes``, at the cache's
-        bandwidth only up to ``copies.cache_bytes`` where that is set."""
-        near = self.copies.near_bandwidth_gb_per_s
-        if near is not None and self.copies.near_bytes is not None \
-                and nbytes <= self.copies.near_bytes:
-            return nbytes / near
+        the cache's bandwidth only up to ``copies.cache_bytes`` where that is set."""
         cache = self.cache_bandwidth_gb_per_s
         if cache is not None and self.copy_cached(nbytes):
             return nbytes / cache

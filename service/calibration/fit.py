@@ -22,9 +22,6 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   copy of one operand as the model prices it (read + write at the cache's or the memory's
   bandwidth, times ``minor_moving``): what an elementwise op pays for reading one operand
   in another layout itself, in copies that would have fixed it;
-- ``near_bandwidth_gb_per_s`` and ``near_bytes``: copies inside a module, in a chain
-  (``copy_chain`` over ``chain_base``), from the smallest size up while they move bytes at
-  least :data:`NEAR_RATIO` times the cache's bandwidth (:func:`_near_copies`);
 - the column reductions ``column_R`` against ``row_R`` (``R`` elements reduced per result
   element): ``e_R = (t(column_R) - t(row_R))`` over one pass of the operand as the model
   prices it (at the cache's bandwidth when it fits) extra passes;
@@ -104,7 +101,7 @@ import numpy as np
 from hlo.parser import parse_shape
 from hlo.shape import element_bytes
 from hlo.target import TILE_BYTES
-from service.calibration.microbenchmarks import CHAIN_COPIES, copy_shapes
+from service.calibration.microbenchmarks import copy_shapes
 from solver.layout_assignment.costs import copy_tiles
 from solver.layout_assignment.rules import stride_passes
 
@@ -175,10 +172,6 @@ class Coefficients:
     standalone_cached: float | None = None
     #: (element type, opcode, ns per element) of other element types' in-place prices.
     in_place_typed: tuple[tuple[str, str, float], ...] = ()
-    #: A copy inside a module moving at most ``near_bytes`` (read + written) streams at
-    #: ``near_bandwidth_gb_per_s`` (:func:`_near_copies`; None: no such level measured).
-    near_bandwidth_gb_per_s: float | None = None
-    near_bytes: int | None = None
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -202,8 +195,7 @@ class Coefficients:
                             round(self.window_minor_ns, 3),
                             round(self.reduce_small_scale, 2),
                             _round(self.minor_moving_cached), _round(self.standalone_cached),
-                            tuple((t, op, round(ns, 2)) for t, op, ns in self.in_place_typed),
-                            _round(self.near_bandwidth_gb_per_s), self.near_bytes)
+                            tuple((t, op, round(ns, 2)) for t, op, ns in self.in_place_typed))
 
 
 def _round(value: float | None) -> float | None:
@@ -248,7 +240,6 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
                                                               cache_bandwidth)
     tile_ns = _copy_tiles(samples, "copy_rows")
     minor_cached, standalone_cached = _cached_movement(samples, fixed, cache_slope)
-    near_bandwidth, near_bytes = _near_copies(samples, cache_bandwidth)
     return Coefficients(
         bandwidth_gb_per_s=bandwidth,
         cache_bandwidth_gb_per_s=cache_bandwidth,
@@ -284,43 +275,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
                                         wide_factor, min_extent),
         minor_moving_cached=minor_cached,
         standalone_cached=standalone_cached,
-        near_bandwidth_gb_per_s=near_bandwidth,
-        near_bytes=near_bytes,
     )
-
-
-#: Copies in a chain stream from a cache nearer than the one the standalone copies were
-#: fitted in where they move their bytes at least this many times as fast. In a chain each
-#: copy's source was written just before; inside real modules other arrays share that cache:
-#: on an Intel Xeon (1.25 MiB level-2 cache per core) chains of 256 KiB arrays ran at 3.0x
-#: the cache's bandwidth and of 512 KiB ones at 2.6x, and the fidelity variants ranked best
-#: with the near level ending between them (BENCHMARKS.md, 2026-11-28 20:30-21:00 UTC).
-NEAR_RATIO = 3.0
-
-
-def _near_copies(samples: Sequence[Sample],
-                 cache_bandwidth: float) -> tuple[float | None, int | None]:
-    """``(bandwidth, bytes moved)`` of copies inside a module whose source was just written
-    (the ``copy_chain`` groups: :data:`~service.calibration.microbenchmarks.CHAIN_COPIES`
-    copies over their ``chain_base``): from the smallest chain up, the sizes whose copies
-    move bytes at least :data:`NEAR_RATIO` times ``cache_bandwidth`` (they stay in a
-    nearer cache); their median bandwidth and the bytes the largest moves. ``(None, None)``
-    without such sizes.
-
-    Measured on an Intel Xeon (medians of three runs): 118, 93, 66, 56 and 27 GB/s at 16,
-    64, 256, 512 KiB and 1 MiB arrays; the standalone copies' fit puts the cache at 21.6."""
-    base = {s.bytes: s.ns for s in samples if s.kind == "chain_base"}
-    rates = {s.bytes: 2.0 * s.bytes * CHAIN_COPIES / (s.ns - base[s.bytes])
-             for s in samples
-             if s.kind == "copy_chain" and s.bytes in base and s.ns > base[s.bytes]}
-    near = []
-    for nbytes in sorted(rates):
-        if rates[nbytes] < NEAR_RATIO * cache_bandwidth:
-            break
-        near.append(nbytes)
-    if not near:
-        return None, None
-    return float(np.median([rates[b] for b in near])), 2 * near[-1]
 
 
 def _cached_movement(samples: Sequence[Sample], fixed: float,

@@ -61,10 +61,6 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
   or of 64 elements: whether that loop pays per run too;
 - ``dot_nn`` / ``dot_tn`` / ``dot_nt``: a square dot with row-major operands, or the lhs/rhs
   column-major;
-- ``chain_base`` / ``copy_chain``: ``f32[n,n]`` negated twice, and with
-  :data:`CHAIN_COPIES` copies to the same layout in between (:data:`CHAIN_SIZES`): what a
-  copy costs inside a module, its source just written and its result read next (timed
-  alone, a copy reads a parameter and writes the module's result);
 - ``slice``, ``concatenate``, ``pad``, ``broadcast``, ``bitcast_reshape``: recorded, not fitted.
 """
 
@@ -408,27 +404,6 @@ def copy_runs_group(extent: int) -> Group:
                  (base, *(_copy_bench(kind, extent) for kind in ("copy_rev", "copy_runs"))))
 
 
-#: The chains' square f32 arrays: 16 KiB to 1 MiB (32 KiB to 2 MiB moved per copy).
-CHAIN_SIZES = (64, 128, 256, 362, 512)
-#: Copies in one chain.
-CHAIN_COPIES = 16
-
-
-def copy_chain_group(n: int) -> Group:
-    """``f32[n,n]`` negated, copied :data:`CHAIN_COPIES` times to the same layout, each copy
-    reading the one before, then negated again (``copy_chain``), against the two negates
-    alone (``chain_base``)."""
-    p = f"f32[{n},{n}]{{1,0}}"
-    head = [f"%p = {p} parameter(0)", f"%c0 = {p} negate(%p)"]
-    copies = [f"%c{k} = {p} copy(%c{k - 1})" for k in range(1, CHAIN_COPIES + 1)]
-    benches = []
-    for kind, body in (("chain_base", head + [f"ROOT %r = {p} negate(%c0)"]),
-                       ("copy_chain", head + copies + [f"ROOT %r = {p} negate(%c{CHAIN_COPIES})"])):
-        label = f"{kind}_{n}"
-        benches.append(Bench(kind, label, _module(label, [p], body, p), n * n * 4, "f32"))
-    return Group(f"f32[{n},{n}] copy chain", tuple(benches))
-
-
 def convolution_group(batch: int = 8, size: int = 32, features: int = 16) -> Group:
     """A 3x3 same-padded NHWC convolution, all row-major, then with one array in another
     layout (XLA:CPU hands only row-major convolutions to Eigen)."""
@@ -640,7 +615,6 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [reduction_order_group(*case) for case in (ORDER_CASES[1:2] if quick else ORDER_CASES)]
     out += [copy_rows_group(c) for c in (ROW_EXTENTS[2:3] if quick else ROW_EXTENTS)]
     out += [copy_runs_group(c) for c in (ROW_EXTENTS[2:3] if quick else ROW_EXTENTS[1:])]
-    out += [copy_chain_group(n) for n in (CHAIN_SIZES[1:2] if quick else CHAIN_SIZES)]
     out += [near_transpose_group(n, m) for n, m in (NEAR_SHAPES[:1] if quick else NEAR_SHAPES)]
     out += [major_transpose_group(*s) for s in (MAJOR_SHAPES[:1] if quick else MAJOR_SHAPES)]
     out += [in_place_group(op) for op in (IN_PLACE_OPS[:1] if quick else IN_PLACE_OPS)]

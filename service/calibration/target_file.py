@@ -46,7 +46,7 @@ cache_bytes = {cache_bytes}
 cache_bandwidth_gb_per_s = {c.cache_bandwidth_gb_per_s}
 layout_family = "row_major"
 tileable_minor_dims = 0{host}
-calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes timed alone, a copy inside a module up to {copy_cache_bytes}{near_note}) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy{cached_minor_note}, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement{cached_standalone_note} when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a copy that keeps its minor dim {c.copy_row_ns} ns more per run of it{standalone_rows_note}; one that moves it (a blocked transpose) {c.copy_tile_ns} ns per tile ({c.copy_tile_input_factor}x where the source's minor dim is the shorter; every element a tile where the result's minor dim has size 1); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}{in_place_note}; a reduce-window with a windowed dim physically minor {c.window_minor_ns} ns per element its windows read. {n} samples."
+calibration = "Fitted by hlo-layout calibrate on {machine}, {date} (load average {load1}): copy bandwidth {c.bandwidth_gb_per_s} GB/s (read+write; {c.cache_bandwidth_gb_per_s} GB/s up to {cache_bytes} bytes timed alone, a copy inside a module up to {copy_cache_bytes}) and {c.fixed_ns} ns per copy; a copy moving the minor dim {c.minor_moving}x a plain copy{cached_minor_note}, one permuting major dims only {c.major_only}x; a standalone transpose {c.standalone}x the copy doing the same movement{cached_standalone_note} when its innermost loop reads {full_stride} bytes apart or more, in proportion to the stride from {min_stride} (closer reads: the copy's cost, a 2-D transpose of {near_min_bytes} bytes or more {c.standalone_near}x it; one moving only major dims {c.standalone_major}x XLA's form of it at any stride), a reshape that is not a bitcast {c.reshape_standalone}x (with the same stride rule, closer reads the copy's cost); a copy that keeps its minor dim {c.copy_row_ns} ns more per run of it{standalone_rows_note}; one that moves it (a blocked transpose) {c.copy_tile_ns} ns per tile ({c.copy_tile_input_factor}x where the source's minor dim is the shorter; every element a tile where the result's minor dim has size 1); an elementwise op reading an operand in another layout itself {c.inline_relayout}x the copy that would fix it; a reduction whose minor dim is {c.reduce_slow} {c.reduce_read_factor} extra passes over its operand (the other form is faster){extent_note}{order_note}{in_place_note}; a reduce-window with a windowed dim physically minor {c.window_minor_ns} ns per element its windows read. {n} samples."
 
 [transpose]
 minor_moving = {c.minor_moving}
@@ -65,7 +65,7 @@ note = "Slopes of XLA:CPU copy and transpose times against bytes, relative to a 
 [copies]
 factor = 1.0
 fixed_ns = {c.fixed_ns}
-cache_bytes = {copy_cache_bytes}{near_copies}
+cache_bytes = {copy_cache_bytes}
 inline_relayout = {c.inline_relayout}
 row_ns = {c.copy_row_ns}
 tile_ns = {c.copy_tile_ns}
@@ -138,17 +138,6 @@ def _cached_movement(c: Coefficients) -> dict[str, str]:
     }
 
 
-def _near_copies(c: Coefficients) -> dict[str, str]:
-    """The ``[copies]`` lines and the note of the copies inside a module that stream from a
-    nearer cache (nothing where the calibration measured none)."""
-    if c.near_bandwidth_gb_per_s is None or c.near_bytes is None:
-        return {"near_copies": "", "near_note": ""}
-    return {"near_copies": (f"\nnear_bytes = {c.near_bytes}"
-                            f"\nnear_bandwidth_gb_per_s = {c.near_bandwidth_gb_per_s}"),
-            "near_note": (f", and at {c.near_bandwidth_gb_per_s} GB/s up to {c.near_bytes} "
-                          "(copies in a chain, each reading the one just written)")}
-
-
 def _host(host: HostCpu | None) -> str:
     """The ``host`` line (the built-in ``cpu`` picks the calibration of its host's CPU)."""
     if host is None:
@@ -165,7 +154,7 @@ def target_toml(calibration: Calibration, name: str | None = None) -> str:
     load = ", ".join(f"{x:g}" for x in calibration.load_average)
     text = _TEMPLATE.format(platform=calibration.platform, reps=calibration.reps,
                             name=name or calibration.platform, host=_host(calibration.host),
-                            **_cached_movement(c), **_near_copies(c),
+                            **_cached_movement(c),
                             note="".join(f"\n# {line}" for line in textwrap.wrap(calibration.note, 94)),
                             machine=calibration.machine, date=calibration.date, load=load,
                             load1=calibration.load_average[0], c=c, n=c.samples,
