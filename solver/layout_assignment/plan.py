@@ -38,7 +38,8 @@ class InsertedCopy:
         return {"value": self.value, "path": list(self.path), "computation": self.computation,
                 "for": self.consumer, "operand": self.operand, "from": self.source,
                 "to": self.destination, "bytes": self.bytes, "cost_ns": self.cost_ns,
-                "runs": int(self.runs) if self.runs.denominator == 1 else float(self.runs), "shared": self.shared, "why": self.why}
+                "runs": int(self.runs) if self.runs.denominator == 1 else float(self.runs),
+                "shared": self.shared, "why": self.why}
 
 
 def plan_for(graph: LayoutGraph, cm: CostModel, chosen: list[Candidate],
