@@ -101,7 +101,7 @@ import numpy as np
 from hlo.parser import parse_shape
 from hlo.shape import element_bytes
 from hlo.target import TILE_BYTES
-from service.calibration.microbenchmarks import copy_shapes
+from service.calibration.microbenchmarks import OVERHEAD_COPIES, copy_shapes
 from solver.layout_assignment.costs import copy_tiles
 from solver.layout_assignment.rules import stride_passes
 
@@ -240,10 +240,11 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
                                                               cache_bandwidth)
     tile_ns = _copy_tiles(samples, "copy_rows")
     minor_cached, standalone_cached = _cached_movement(samples, fixed, cache_slope)
+    overhead = _copy_overhead(samples)
     return Coefficients(
         bandwidth_gb_per_s=bandwidth,
         cache_bandwidth_gb_per_s=cache_bandwidth,
-        fixed_ns=fixed,
+        fixed_ns=fixed if overhead is None else overhead,
         minor_moving=max(1.0, minor / copy),
         major_only=max(1.0, major / copy3d),
         standalone=max(1.0, transpose / minor),
@@ -276,6 +277,16 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         minor_moving_cached=minor_cached,
         standalone_cached=standalone_cached,
     )
+
+
+def _copy_overhead(samples: Sequence[Sample]) -> float | None:
+    """What one copy costs beyond its bytes: ``copies_chain`` over ``copies_none``
+    (:func:`~service.calibration.microbenchmarks.copy_overhead_group`), per copy, at least 0;
+    ``None`` without the pair (then the copy line's intercept stands)."""
+    kinds = {s.kind: s.ns for s in samples if s.kind.startswith("copies_")}
+    if not {"copies_none", "copies_chain"} <= set(kinds):
+        return None
+    return max(0.0, (kinds["copies_chain"] - kinds["copies_none"]) / OVERHEAD_COPIES)
 
 
 def _cached_movement(samples: Sequence[Sample], fixed: float,

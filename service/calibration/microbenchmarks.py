@@ -527,8 +527,12 @@ def major_transpose_group(a: int, b: int, c: int) -> Group:
 
 
 #: Elementwise ops whose in-place price is measured (others are taken as free): XLA:CPU's
-#: scalar loop costs about what the vector one does for cheap ops, not for these.
-IN_PLACE_OPS = ("exponential", "log", "tanh", "sqrt", "rsqrt", "divide", "add", "multiply")
+#: scalar loop costs about what the vector one does for cheap ops, not for these. Measured
+#: on an Intel Xeon (f32[256,256], 11-15 rounds): ``select`` 4.5 ns per element more in
+#: place, ``exponential-minus-one`` 11, ``log-plus-one`` 13, ``erf`` 3.5; ``subtract``,
+#: ``maximum``, ``minimum``, ``power``, ``sine``, ``cosine`` and ``tan`` none.
+IN_PLACE_OPS = ("exponential", "log", "tanh", "sqrt", "rsqrt", "divide", "add", "multiply",
+                "select", "exponential-minus-one", "log-plus-one", "erf")
 #: The same in other element types, whose scalar loop differs: f16 converts every element to
 #: f32 and back (measured on an Intel Xeon: an f16 add in place 5x the one into a fresh buffer).
 IN_PLACE_TYPED = (("f16", ("add", "multiply", "negate")),)
@@ -540,8 +544,11 @@ def in_place_group(op: str, n: int = 256, dtype: str = "f32") -> Group:
     (``fresh``: ``a`` is also a result); both do the same work."""
     t = f"{dtype}[{n},{n}]{{1,0}}"
     args = "%a, %q" if op in ELEMENTWISE_BINARY else "%a"
-    body = [f"%p = {t} parameter(0)", f"%q = {t} parameter(1)", f"%a = {t} multiply(%p, %p)",
-            f"%e = {t} {op}({args})"]
+    body = [f"%p = {t} parameter(0)", f"%q = {t} parameter(1)", f"%a = {t} multiply(%p, %p)"]
+    if op == "select":  # its predicate computed in both modules alike
+        body.append(f"%m = pred[{n},{n}]{{1,0}} compare(%p, %q), direction=GT")
+        args = "%m, %a, %q"
+    body.append(f"%e = {t} {op}({args})")
     both = f"({t}, {t})"
     nbytes = n * n * element_bytes(dtype)
     tag = "" if dtype == "f32" else f"{dtype}_"
@@ -620,6 +627,7 @@ def groups(quick: bool = False, platform: str = "cpu") -> list[Group]:
     out += [in_place_group(op) for op in (IN_PLACE_OPS[:1] if quick else IN_PLACE_OPS)]
     out += [in_place_group(op, dtype=t) for t, ops in ([] if quick else IN_PLACE_TYPED)
             for op in ops]
+    out.append(copy_overhead_group())
     out += [dot_form_group(*s) for s in (DOT_SHAPES[1:2] if quick else DOT_SHAPES)]
     out += [window_group(*case) for case in (WINDOW_CASES[:1] if quick else WINDOW_CASES)]
     out.append(convolution_group())
@@ -672,6 +680,34 @@ def layout_convolution_group(t: str, batch: int = 64, size: int = 64,
                 "dim_labels=b01f_01io->b01f"]
         benches.append(Bench(kind, label, _module(label, [xs, kernel], body, xs), nbytes, t))
     return Group(f"conv {t} NHWC/NCHW", tuple(benches))
+
+
+#: Copies in :func:`copy_overhead_group`'s chain.
+OVERHEAD_COPIES = 32
+
+
+def copy_overhead_group(n: int = 4, m: int = 8, copies: int = OVERHEAD_COPIES) -> Group:
+    """What a copy costs beyond the bytes it moves (its thunk): ``f32[n,m]`` negated twice
+    (``copies_none``), against the same with a chain of ``copies`` copies between the two,
+    each moving the minor dim (``{1,0}`` and ``{0,1}`` in turn, so that none is a no-op);
+    the data too small to matter. Measured on an Intel Xeon: 170-300 ns per copy, which
+    the copy line, fitted through the base module's time, cannot show."""
+    shape = f"f32[{n},{m}]"
+    layouts = ("{1,0}", "{0,1}")
+    p = f"{shape}{layouts[0]}"
+    chain = [f"%c{i + 1} = {shape}{layouts[(i + 1) % 2]} copy(%c{i})" for i in range(copies)]
+    last = f"%c{copies}"
+    if copies % 2:
+        chain.append(f"%c{copies + 1} = {p} copy({last})")
+        last = f"%c{copies + 1}"
+    benches = []
+    for kind, body in (("copies_none", []), ("copies_chain", chain)):
+        src = last if body else "%c0"
+        lines = [f"%p = {p} parameter(0)", f"%c0 = {p} negate(%p)", *body,
+                 f"ROOT %r = {p} negate({src})"]
+        benches.append(Bench(kind, f"{kind}_f32", _module(f"{kind}_f32", [p], lines, p),
+                             n * m * 4, "f32"))
+    return Group(f"{shape} copy overhead", tuple(benches))
 
 
 def kernel_group(n: int = 8, m: int = 128) -> Group:

@@ -247,9 +247,7 @@ def merged(runs: Sequence[dict]) -> dict:
         note = (f"each microbenchmark's median over {len(runs)} runs "
                 f"({', '.join(str(run['reps']) for run in runs)} rounds)")
         if fewer:
-            note += (f"; {len(fewer)} over the runs that measured them ("
-                     + ", ".join(f"{label} {sum(label in b for b in by_label)}"
-                                 for label in fewer) + ")")
+            note += f"; {len(fewer)} over the runs that measured them ({_by_count(fewer, by_label)})"
         return {**first, "measured": measured, "coefficients": None,
                 "date": dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}",
                 "load_average": [max(column) for column in zip(*loads)],
@@ -257,6 +255,23 @@ def merged(runs: Sequence[dict]) -> dict:
                 "note": note if len(runs) > 1 else first.get("note", "")}
     except (KeyError, TypeError) as err:
         raise ValueError(f"not a calibration written by calibrate --json: {err!r}") from None
+
+
+#: At most this many labels are named per run count in a merged run's note.
+NAMED_LABELS = 12
+
+
+def _by_count(labels: list[str], by_label: list[dict]) -> str:
+    """``labels`` grouped by how many runs measured them, most runs first: each label with
+    its count where a count has few (``fresh_select 3, inplace_select 3``), else how many
+    labels had that count (``374 by 4 runs``)."""
+    count = {label: sum(label in b for b in by_label) for label in labels}
+    parts = []
+    for n in sorted(set(count.values()), reverse=True):
+        these = [label for label in labels if count[label] == n]
+        parts.append(", ".join(f"{label} {n}" for label in these) if len(these) <= NAMED_LABELS
+                     else f"{len(these)} by {n} run{'s' if n > 1 else ''}")
+    return ", ".join(parts)
 
 
 def from_json(data: dict) -> Calibration:

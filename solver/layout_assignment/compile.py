@@ -268,7 +268,7 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
         # The result's physically minor dim is the operand's: only major dims move, and the
         # standalone loop reads whole rows (measured against XLA's form, calibrate's
         # major-only transpose groups).
-        return want, ns, why, math.ceil(ns * target.standalone_major), (
+        return want, ns, why, _scaled(cm, ns, target.standalone_major), (
             f"transpose moves data: {why}; x{target.standalone_major:.3g}: a standalone "
             "transpose moving only major dims (it reads rows contiguously), against XLA's "
             "form of it (a bitcast transpose and a copy)")
@@ -281,7 +281,7 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
         near = (_dims_over_one(src) == 2
                 and physical_bytes(src) >= target.standalone_near_min_bytes)
         if near and target.standalone_near != 1.0:
-            return want, ns, why, math.ceil(ns * target.standalone_near), (
+            return want, ns, why, _scaled(cm, ns, target.standalone_near), (
                 f"transpose moves data: {why}; x{target.standalone_near:.3g}: a standalone 2-D "
                 f"transpose reading {stride} bytes apart, against a copy doing the same "
                 "movement")
@@ -303,9 +303,16 @@ def _transpose_prices(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayS
         over = cache.overflow(nest)
         slower = 1.0 + (slower - 1.0) * over
         share = f"; {over:.0%} of the lines its loops read are evicted before they are read again"
-    return want, ns, why, math.ceil(base * slower), (
+    return want, ns, why, _scaled(cm, base, slower), (
         f"transpose moves data: {base_why}; x{slower:.3g}: a standalone transpose, slower than "
         f"a copy doing the same movement (reads {stride} bytes apart{share})")
+
+
+def _scaled(cm: CostModel, ns: int, factor: float) -> int:
+    """A standalone loop's price from a copy's ``ns``: its movement times ``factor``, its
+    fixed cost (the op's own, ``copies.fixed_ns``) once."""
+    fixed = cm.target.copies.fixed_ns
+    return math.ceil((ns - fixed) * factor + fixed)
 
 
 def _dims_over_one(shape: ArrayShape) -> int:
@@ -407,8 +414,10 @@ def _once(cm: CostModel, graph: LayoutGraph, rel: Relation, cu: Candidate,
             return pad_dst, "constant", f"constant re-laid out at compile time as {want}"
         ns, why = cm.conversion(src, cu.format, dst, want.format)
         inline = cm.target.copies.inline_relayout
-        if rel.inline and inline != 1.0:
-            return (math.ceil(ns * inline), "inline",
+        if rel.inline and (inline != 1.0 or cm.target.copies.fixed_ns):
+            # No op of its own: the movement, not a copy's fixed cost.
+            moved = ns - cm.target.copies.fixed_ns
+            return (math.ceil(moved * inline), "inline",
                     f"{rel.instruction} reads {rel.value} as {cu}, not {want}, itself "
                     f"(no copy): x{inline:g} the copy {why}")
         return ns + pad_dst + cm.padding_ns(src, cu.format, 1), "copy", f"{cu} -> {want}: {why}"
