@@ -528,9 +528,9 @@ def major_transpose_group(a: int, b: int, c: int) -> Group:
 
 #: Elementwise ops whose in-place price is measured (others are taken as free): XLA:CPU's
 #: scalar loop costs about what the vector one does for cheap ops, not for these. Measured
-#: on an Intel Xeon (f32[256,256], 11-15 rounds): ``select`` 4.5 ns per element more in
-#: place, ``exponential-minus-one`` 11, ``log-plus-one`` 13, ``erf`` 3.5; ``subtract``,
-#: ``maximum``, ``minimum``, ``power``, ``sine``, ``cosine`` and ``tan`` none.
+#: on an Intel Xeon (three runs of 15 rounds): ``select`` 3.7-4.2 ns per element more in
+#: place, ``exponential-minus-one`` 7.5-10.6, ``log-plus-one`` 12.4-13.2, ``erf`` 1.8-2.8;
+#: ``subtract``, ``maximum``, ``minimum``, ``power``, ``sine``, ``cosine`` and ``tan`` none.
 IN_PLACE_OPS = ("exponential", "log", "tanh", "sqrt", "rsqrt", "divide", "add", "multiply",
                 "select", "exponential-minus-one", "log-plus-one", "erf")
 #: The same in other element types, whose scalar loop differs: f16 converts every element to
@@ -690,8 +690,8 @@ def copy_overhead_group(n: int = 4, m: int = 8, copies: int = OVERHEAD_COPIES) -
     """What a copy costs beyond the bytes it moves (its thunk): ``f32[n,m]`` negated twice
     (``copies_none``), against the same with a chain of ``copies`` copies between the two,
     each moving the minor dim (``{1,0}`` and ``{0,1}`` in turn, so that none is a no-op);
-    the data too small to matter. Measured on an Intel Xeon: 170-300 ns per copy, which
-    the copy line, fitted through the base module's time, cannot show."""
+    the data too small to matter. Measured on an Intel Xeon: 64-96 ns per copy (three
+    runs), which the copy line, fitted through the base module's time, cannot show."""
     shape = f"f32[{n},{m}]"
     layouts = ("{1,0}", "{0,1}")
     p = f"{shape}{layouts[0]}"
