@@ -587,12 +587,11 @@ def test_the_window_groups_give_the_extra_ns_per_window_element_and_reach_the_ta
     assert len(set(reads)) == len(reads)
 
 
-def test_the_built_in_xeon_target_is_the_fit_of_its_four_recorded_runs(tmp_path):
+def test_the_built_in_xeon_target_is_the_fit_of_its_seven_recorded_runs(tmp_path):
     """``hlo/targets/cpu-xeon.toml`` is what ``calibrate --from`` writes for the seven runs
-    kept in ``bench/cpu_xeon_calibration_*.json`` (each microbenchmark's median): no number
-    in it was written by hand, and it names the CPU the built-in ``cpu`` picks it for."""
-    from pathlib import Path
-
+    kept in ``bench/cpu_xeon_calibration_*.json`` (each microbenchmark's median over the runs
+    that measured it): no number in it was written by hand, and it names the CPU the
+    built-in ``cpu`` picks it for."""
     from typer.testing import CliRunner
 
     from hlo.target import HostCpu, load_target
