@@ -7,6 +7,9 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
 - ``copy``: ``y = fixed + 2x / bandwidth`` (read + write): an ordinary least-squares line gives
   the bandwidth (GB/s = bytes/ns) and the per-copy fixed cost; the copies that move at most
   :data:`CACHE_BYTES` give the cache's bandwidth (a slope after the fixed cost);
+- ``fixed_ns`` where ``copies_chain`` / ``copies_none`` were measured: their difference over
+  :data:`~service.calibration.microbenchmarks.OVERHEAD_COPIES` (a copy's own cost, which the
+  line through base-subtracted times cannot show), instead of the line's intercept;
 - every other kind: a slope through the origin after the fixed cost, ``s = Σ x·y / Σ x²``, and
   the coefficient is a ratio of slopes: ``minor_moving = s(copy_minor) / s(copy)``,
   ``major_only = s(copy_major) / s(copy3d)``, ``standalone = s(transpose) / s(copy_minor)``,

@@ -61,6 +61,10 @@ Kinds (2-D ``[n, m]`` row-major operand unless said otherwise):
   or of 64 elements: whether that loop pays per run too;
 - ``dot_nn`` / ``dot_tn`` / ``dot_nt``: a square dot with row-major operands, or the lhs/rhs
   column-major;
+- ``fresh_OP`` / ``inplace_OP``: an elementwise op into a fresh buffer or written over its
+  operand (:data:`IN_PLACE_OPS`, :func:`in_place_group`);
+- ``copies_none`` / ``copies_chain``: ``f32[4,8]`` negated twice, and with
+  :data:`OVERHEAD_COPIES` copies moving the minor dim in between: a copy's own cost;
 - ``slice``, ``concatenate``, ``pad``, ``broadcast``, ``bitcast_reshape``: recorded, not fitted.
 """
 
