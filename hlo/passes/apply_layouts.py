@@ -6,7 +6,9 @@ that must be read in another layout than its producer's. The pass
 
 * sets every array leaf's layout (scalars get ``{}``);
 * inserts exactly one ``copy`` per distinct (value, layout) needed, right after
-  the producer, named ``<value>.relayout`` (``.relayout.1``, ... when taken);
+  the producer, named ``<value>.relayout`` (``.relayout.1``, ... when taken); a
+  conversion marked ``after`` lays the transpose out as its bitcast layout instead and
+  copies its result to the planned layout right after it, for all its readers;
   a constant is cloned with the new layout instead (free at compile time);
   tuple-shaped operands are rebuilt from their elements (a ``tuple`` operand's
   own elements, else ``get-tuple-element``s) with only the mismatched leaves copied;
@@ -37,7 +39,11 @@ NAME = "apply-layouts"
 @dataclass(frozen=True, slots=True)
 class Conversion:
     """Operand ``operand`` of ``instruction`` (``""``/-1: the computation's root) is
-    read at leaf ``path`` in ``layout`` (``format``: a non-XLA format name)."""
+    read at leaf ``path`` in ``layout`` (``format``: a non-XLA format name).
+
+    ``after``: ``instruction`` is a transpose that reads its operand as it is and takes
+    ``layout`` itself (a bitcast of the operand); a copy right after it gives its readers
+    the planned layout (XLA's form of a layout-changing transpose)."""
 
     computation: str
     instruction: str
@@ -45,6 +51,7 @@ class Conversion:
     path: tuple[int, ...]
     layout: Layout
     format: str = ""
+    after: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +136,18 @@ class _Rewriter:
         self.memo[key] = new.name
         return new.name
 
+    def copy_after(self, instr: Instruction, layout: Layout) -> str:
+        """``instr`` laid out in ``layout``, and a copy of it to its planned layout right
+        after it; returns the copy's name."""
+        planned = instr.shape
+        self.instrs[instr.name] = dataclasses.replace(
+            instr, shape=planned.with_layout(layout))  # type: ignore[union-attr]
+        copy = Instruction(self.names.fresh(f"{instr.name}.relayout"), "copy", planned,
+                           (instr.name,))
+        self.instrs[copy.name] = copy
+        self.after.setdefault(instr.name, []).append(copy)
+        return copy.name
+
     def rebuild(self, value: str, wants: dict[tuple[int, ...], tuple[Layout, str]],
                 prefix: tuple[int, ...], anchor: str) -> str:
         """``value`` (at ``prefix``) with the wanted leaves converted."""
@@ -157,16 +176,19 @@ class _Rewriter:
     def run(self, conversions: list[Conversion]) -> Computation:
         comp, plan = self.comp, self.plan
         by_use: dict[tuple[str, int], dict[tuple[int, ...], tuple[Layout, str]]] = {}
+        first = {c.instruction: c.layout for c in conversions if c.after}
         for c in conversions:
-            by_use.setdefault((c.instruction, c.operand), {})[c.path] = (c.layout, c.format)
+            if not c.after:
+                by_use.setdefault((c.instruction, c.operand), {})[c.path] = (c.layout, c.format)
         order: list[str] = []
+        alias: dict[str, str] = {}  # a transpose written in XLA's form -> the copy after it
         for instr in comp.instructions:
             shape = _relayout(instr.shape, comp.name, instr.name, plan)
             attrs = instr.attributes
             fmt = plan.formats.get((comp.name, instr.name, ()))
             if fmt:
                 attrs = tuple(a for a in attrs if a[0] != "frontend_attributes") + (_format_attr(fmt),)
-            operands = list(instr.operands)
+            operands = [alias.get(name, name) for name in instr.operands]
             for k, name in enumerate(operands):
                 wants = by_use.get((instr.name, k))
                 if wants:
@@ -176,14 +198,17 @@ class _Rewriter:
                     or tuple(operands) != instr.operands:
                 new = dataclasses.replace(instr, shape=shape, attributes=attrs,
                                           operands=tuple(operands))
+            if instr.name in first:
+                alias[instr.name] = self.copy_after(new, first[instr.name])
+                new = self.instrs[instr.name]
             if plan.emit_bitcasts and new.opcode in ("transpose", "reshape"):
                 new = _as_bitcast(new, self.instrs[new.operands[0]].shape)
             self.instrs[instr.name] = new
             order.append(instr.name)
-        root = comp.root
+        root = alias.get(comp.root, comp.root)
         wants = by_use.get(("", -1))
         if wants:
-            root = self.rebuild(comp.root, wants, (), "")
+            root = self.rebuild(root, wants, (), "")
         listed: list[Instruction] = []
 
         def emit(name: str) -> None:

@@ -47,3 +47,36 @@ def test_root_conversion_rebuilds_the_tuple():
     assert root.opcode == "tuple" and root.operands[0] == "d"
     assert out.entry.instruction(root.operands[1]).opcode == "copy"
     assert str(out.attr("entry_computation_layout").result) == "(f32[4,8]{0,1}, f32[4,8]{1,0})"
+
+
+TRANSPOSED = """HloModule m, entry_computation_layout={(f32[4,8]{1,0})->(f32[8,4]{1,0}, f32[8,4]{1,0})}
+ENTRY e {
+  p = f32[4,8]{1,0} parameter(0)
+  t = f32[8,4]{1,0} transpose(p), dimensions={1,0}
+  n = f32[8,4]{1,0} negate(t)
+  ROOT r = (f32[8,4]{1,0}, f32[8,4]{1,0}) tuple(t, n)
+}"""
+
+
+def test_a_transpose_in_xlas_form_is_a_bitcast_of_its_operand_and_a_copy_serves_its_readers():
+    from hlo.bitcast import transpose_is_bitcast
+    from hlo.interpreter import evaluate
+    import numpy as np
+
+    module = parse_module(TRANSPOSED)
+    plan = LayoutPlan(layouts_of(module), (Conversion("e", "t", 0, (), Layout((0, 1)),
+                                                      after=True),))
+    out = apply_layouts(module, plan)
+    by_name = {i.name: i for i in out.entry.instructions}
+    assert [(i.name, i.opcode) for i in out.entry.instructions] == [
+        ("p", "parameter"), ("t", "transpose"), ("t.relayout", "copy"), ("n", "negate"),
+        ("r", "tuple")]
+    assert by_name["t"].operands == ("p",) and str(by_name["t"].shape.layout) == "{0,1}"
+    assert transpose_is_bitcast(by_name["p"].shape, by_name["t"].shape, (1, 0))
+    assert str(by_name["t.relayout"].shape.layout) == "{1,0}"
+    assert by_name["n"].operands == ("t.relayout",)
+    assert by_name["r"].operands == ("t.relayout", "n")
+    assert verify_layouts(out) == []
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    got = evaluate(out, [x])
+    assert np.array_equal(got[0], x.T) and np.array_equal(got[1], -x.T)

@@ -147,10 +147,10 @@ def test_without_a_trip_count_the_body_runs_once_in_the_model():
     result = assign(module, "cpu", AssignOptions(time_limit_s=10))
     assert result.status == "OPTIMAL" and result.violations == ()
     # The body runs once in the model: one copy before the loop or one in the body (its
-    # transpose written in XLA's form, a copy then a bitcast) cost the same, as does the
-    # all-default answer (its transpose written the same way).
+    # transpose written in XLA's form, a bitcast then a copy of its result) cost the same,
+    # as does the all-default answer (its transpose written the same way).
     assert [(x.computation, x.value, x.path) for x in result.inserted] in (
-        [("e", "init", (2,))], [("body", "b", ())])
+        [("e", "init", (2,))], [("body", "t", ())])
     assert result.baselines["default"] == result.objective
 
 

@@ -594,15 +594,43 @@ def test_assignment_writes_xlas_form_of_a_transpose_only_where_it_is_priced_chea
     cpu = load_target("cpu")
     two_d = assign(parse_module(CLOSE_LONG.replace(
         "TRANSPOSE", "transpose(p), dimensions={1,0}")), "cpu", AssignOptions(time_limit_s=5))
+    # XLA's form: the transpose a bitcast of the parameter, then a copy to the result's layout.
     by_name = {i.name: i for i in two_d.module.entry.instructions}
-    operand = by_name[by_name["t"].operands[0]]
-    assert operand.opcode == "copy" and str(operand.shape.layout) == "{0,1}"
-    assert transpose_is_bitcast(operand.shape, by_name["t"].shape, (1, 0))
-    assert any("a copy to {0,1} makes it a bitcast" in c.why for c in two_d.inserted)
+    root = by_name[two_d.module.entry.root]
+    assert by_name["t"].operands == ("p",) and str(by_name["t"].shape.layout) == "{0,1}"
+    assert transpose_is_bitcast(by_name["p"].shape, by_name["t"].shape, (1, 0))
+    assert root.opcode == "copy" and root.operands == ("t",) and str(root.shape.layout) == "{1,0}"
+    assert [c.why.split(" (")[0] for c in two_d.inserted] == [
+        "t moves data: written as a bitcast of its operand to {0,1} and a copy to {1,0} after "
+        "it, XLA's form"]
     batched = assign(parse_module(SMALL_STRIDE.replace(
         "TRANSPOSE", "transpose(p), dimensions={1,0,3,2}")), "cpu", AssignOptions(time_limit_s=5))
     assert [i.opcode for i in batched.module.entry.instructions] == ["parameter", "transpose"]
     assert batched.objective == _small_stride(cpu)[0].total
+
+
+TWO_TRANSPOSES = """HloModule t, entry_computation_layout={(f32[256,64]{1,0})->(f32[64,256]{1,0}, f32[64,256]{1,0})}
+ENTRY e {
+  p = f32[256,64]{1,0} parameter(0)
+  t1 = f32[64,256]{1,0} transpose(p), dimensions={1,0}
+  t2 = f32[64,256]{1,0} transpose(p), dimensions={1,0}
+  n = f32[64,256]{1,0} negate(t2)
+  ROOT r = (f32[64,256]{1,0}, f32[64,256]{1,0}) tuple(t1, n)
+}
+"""
+
+
+def test_a_copy_two_transposes_share_stays_before_them_and_the_report_says_it_is_shared():
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+
+    result = assign(parse_module(TWO_TRANSPOSES), "cpu", AssignOptions(time_limit_s=5))
+    by_name = {i.name: i for i in result.module.entry.instructions}
+    copies = [i for i in result.module.entry.instructions if i.opcode == "copy"]
+    assert len(copies) == 1 and copies[0].operands == ("p",)
+    assert by_name["t1"].operands == by_name["t2"].operands == (copies[0].name,)
+    assert [(c.value, c.consumer, c.shared) for c in result.inserted] == [
+        ("p", "t1", False), ("p", "t2", True)]
 
 
 def test_a_standalone_transpose_below_the_full_stride_pays_in_proportion_to_its_stride():
