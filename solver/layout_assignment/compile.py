@@ -322,9 +322,10 @@ def _dims_over_one(shape: ArrayShape) -> int:
 
 def transpose_via_copy(cm: CostModel, rel: Relation, src: ArrayShape, dst: ArrayShape,
                        cu: Candidate, cv: Candidate) -> ArrayShape | None:
-    """The laid-out operand a data-moving transpose is rewritten to read (a copy, then a
-    transpose that is a bitcast: XLA's own form) where that form is priced cheaper than the
-    standalone transpose, else ``None``."""
+    """The laid-out operand that makes a data-moving transpose a bitcast, where a copy and
+    the bitcast (XLA's own form; :func:`.plan.plan_for` writes the copy after the transpose
+    where it can, as XLA does) are priced cheaper than the standalone transpose, else
+    ``None``."""
     if rel.inline or cu.format or cv.format:
         return None
     try:

@@ -136,7 +136,7 @@ def test_a_known_trip_count_moves_the_relayout_out_of_the_loop():
     t = body.instruction("t")
     assert transpose_is_bitcast(body.instruction("b").shape, t.shape, (1, 0))
     # The all-default answer moves 512x256 floats on each of the 10 iterations (its body's
-    # transpose written in XLA's form, a copy then a bitcast); ours copies once.
+    # transpose written in XLA's form, a bitcast then a copy); ours copies once.
     assert result.baselines["default"] == 10 * result.objective
     assert score(result.module, "cpu").total == result.objective
     assert compare_modules(module, result.module, seed=4).equivalent
