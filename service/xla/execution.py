@@ -161,7 +161,7 @@ def run_modules(
     reps: int = 0,
     warmup: int = 1,
     pin_cpu: bool = True,
-    timeout_s: float = 600.0,
+    timeout_s: float | None = None,
     plain: Collection[str] = (),
     pinned: Collection[str] = (),
     platform: str = "cpu",
@@ -181,10 +181,13 @@ def run_modules(
     ``cpu`` only. ``outputs=False``: the outputs are not brought back (timing alone).
     ``sample_ms``: each timed sample runs a module back to back until the fastest module's
     sample lasts about this long (``times_ms`` stay per execution); 0 times single runs.
+    ``timeout_s``: the child's time limit, by default :func:`default_timeout_s` of the modules.
     """
     require_xla()
     if not modules:
         return Measurement((), seed=seed)
+    if timeout_s is None:
+        timeout_s = default_timeout_s(module for _, module in modules)
     labels = [label for label, _ in modules]
     if len(set(labels)) != len(labels):
         raise ValueError(f"module labels must be distinct: {labels}")
@@ -230,6 +233,19 @@ def run_modules(
     return Measurement(tuple(executions), tuple(again), module_tolerance(*(m for _, m in modules)),
                        result.get("cpu"), seed, result.get("jax", ""), result.get("device", ""),
                        int(result.get("runs_per_sample", 1)))
+
+
+#: The child's time limit: this much, plus :data:`TIMEOUT_PER_INSTRUCTION_S` per instruction of
+#: the modules it compiles (XLA:CPU took about 50 s to compile and run once an unfused depth-5
+#: GPT-2 training step of some 4,000 instructions; ten such variants passed 600 s).
+TIMEOUT_BASE_S = 600.0
+TIMEOUT_PER_INSTRUCTION_S = 0.05
+
+
+def default_timeout_s(modules) -> float:
+    """The time limit of one child that compiles, runs and times ``modules``."""
+    count = sum(len(c.instructions) for m in modules for c in m.computations)
+    return TIMEOUT_BASE_S + TIMEOUT_PER_INSTRUCTION_S * count
 
 
 def entry_pins(module: Module) -> dict[str, list[str]]:

@@ -228,3 +228,12 @@ def test_the_calibration_pairs_compute_the_same_in_xla():
         assert all(e.refusal is None for e in run.executions)
         compared = run.matches(1)
         assert compared is not None and compared.ok and compared.exact
+
+
+def test_the_childs_time_limit_grows_with_the_instructions_it_compiles():
+    from service.xla.execution import TIMEOUT_BASE_S, TIMEOUT_PER_INSTRUCTION_S, default_timeout_s
+
+    module = parse_module(TRANSPOSE)
+    count = sum(len(c.instructions) for c in module.computations)
+    assert default_timeout_s([]) == TIMEOUT_BASE_S
+    assert default_timeout_s([module] * 3) == TIMEOUT_BASE_S + 3 * count * TIMEOUT_PER_INSTRUCTION_S
