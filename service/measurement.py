@@ -17,9 +17,12 @@ back to back, see :func:`~service.xla.execution.run_modules`)::
      "pinned_cpu": 1, "runs_per_sample": 12, "load_average": [0.9, 0.8, 0.7],
      "noise": {"median": 1.003, "p25": .., "p75": .., "rounds": 10},      # reference / reference
      "modules": [{"label": "xla", "refusal": null, "median_ms": 5.1, "min_ms": 4.9,
-                  "outputs_match": true, "exact": true, "max_error": 0.0, "difference": null,
+                  "temp_bytes": 393216, "outputs_match": true, "exact": true, "max_error": 0.0, "difference": null,
                   "ratio": {...}, "predicted_ns": 120000, "predicted_ratio": 1.0,
                   "verdict": "reference"}, ...]}
+
+``temp_bytes``: XLA's temporary buffers for one execution (its buffer assignment, which follows
+its schedule; ``null`` where the backend does not say).
 
 ``verdict``: ``faster``/``slower`` when the paired median differs from 1 by more than 3 % and
 by more than twice the A/A noise, else ``same``; ``refused`` or ``wrong outputs`` otherwise.
@@ -63,7 +66,7 @@ def _row(measurement: Measurement, index: int, costs: list[int | None]) -> dict[
     run = measurement.executions[index]
     row: dict[str, Any] = {"label": run.label, "refusal": run.refusal,
                            "median_ms": _round(run.median_ms), "min_ms": _round(run.min_ms),
-                           "predicted_ns": costs[index]}
+                           "temp_bytes": run.temp_bytes, "predicted_ns": costs[index]}
     reference = measurement.executions[0]
     compared = measurement.matches(index)
     if compared is not None:

@@ -42,8 +42,8 @@ def print_measured(report: dict[str, Any], console: Console) -> None:
     if noise:
         title += f"; A/A noise {noise['median']:.3f} [{noise['p25']:.3f}, {noise['p75']:.3f}]"
     table = Table(title=title)
-    for column in ("module", "median ms", "min ms", "measured ratio", "predicted ratio",
-                   "outputs", "verdict"):
+    for column in ("module", "median ms", "min ms", "temp KiB", "measured ratio",
+                   "predicted ratio", "outputs", "verdict"):
         table.add_column(column)
     for row in report["modules"]:
         ratio = row["ratio"]
@@ -51,7 +51,8 @@ def print_measured(report: dict[str, Any], console: Console) -> None:
                     if ratio else "-")
         predicted = "-" if row["predicted_ratio"] is None else f"{row['predicted_ratio']:.3f}"
         outputs = {True: "match", False: "DIFFER", None: "-"}[row.get("outputs_match")]
-        table.add_row(row["label"], _ms(row["median_ms"]), _ms(row["min_ms"]), measured,
+        temp = "-" if row.get("temp_bytes") is None else f"{row['temp_bytes'] / 1024:g}"
+        table.add_row(row["label"], _ms(row["median_ms"]), _ms(row["min_ms"]), temp, measured,
                       predicted, outputs, row["verdict"])
     console.print(table)
     for row in report["modules"]:

@@ -322,7 +322,7 @@ def run(job: dict) -> dict:
             result["modules"][key] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
         executables[key] = exe
-        result["modules"][key] = {"types": types}
+        result["modules"][key] = {"types": types, "temp_bytes": _temp_bytes(exe)}
     order = [key for key in job.get("order", []) if key.split("#")[0] in executables]
     for key in order:
         # A second run of a module per round gets an executable of its own, compiled apart:
@@ -344,6 +344,15 @@ def run(job: dict) -> dict:
             times[key].append(_sample_ms(executables[key], buffers[key], runs))
     result["times_ms"], result["runs_per_sample"] = times, runs
     return result
+
+
+def _temp_bytes(exe) -> int | None:
+    """The bytes of XLA's temporary buffers for one execution (its buffer assignment), where
+    the backend reports them."""
+    try:
+        return int(exe.get_compiled_memory_stats().temp_size_in_bytes)
+    except Exception:  # a backend without memory statistics
+        return None
 
 
 def _sample_ms(exe, buffers, runs: int) -> float:

@@ -70,6 +70,8 @@ class Execution:
     outputs: tuple[np.ndarray, ...] = ()
     refusal: str | None = None
     times_ms: tuple[float, ...] = ()
+    #: XLA's temporary buffers for one execution, in bytes (its buffer assignment).
+    temp_bytes: int | None = None
 
     @property
     def ran(self) -> bool:
@@ -432,4 +434,4 @@ def _execution(work: Path, label: str, key: str | None, result: dict, refusals: 
             raw = data[f"o{i}"]
             outputs.append(raw.astype(bool) if t == "pred" else from_bits(raw, dtype_of(t)))
     times = tuple(result.get("times_ms", {}).get(key, ()))
-    return Execution(label, tuple(outputs), None, times)
+    return Execution(label, tuple(outputs), None, times, entry.get("temp_bytes"))

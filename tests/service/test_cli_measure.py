@@ -63,6 +63,8 @@ def test_measure_times_and_compares_with_the_reference(files):
     assert standalone["ratio"]["rounds"] == 3
     assert standalone["verdict"] in ("faster", "slower", "same")
     assert isinstance(standalone["predicted_ns"], int) and standalone["predicted_ratio"] > 0
+    # XLA's buffer assignment reports each module's temporaries.
+    assert all(isinstance(m["temp_bytes"], int) and m["temp_bytes"] >= 0 for m in (row, standalone))
 
 
 def test_measure_exit_1_on_differing_outputs(files):
