@@ -171,7 +171,7 @@ def measure_module(name: str, args, compare_target) -> dict:
     for k, label in enumerate(distinct):
         e = run.executions[k]
         row = {"refusal": e.refusal, "median_ms": e.median_ms, "min_ms": e.min_ms,
-               "predicted_ns": model_cost(variants[label], args.target),
+               "temp_bytes": e.temp_bytes, "predicted_ns": model_cost(variants[label], args.target),
                "times_ms": [round(t, 5) for t in _round_times(run, k)]}
         if compare_target is not None:
             row["predicted_ns_compare"] = model_cost(variants[label], compare_target)
