@@ -10,6 +10,7 @@ from fractions import Fraction
 from hlo.bitcast import transpose_is_bitcast
 from hlo.errors import HloError
 from hlo.passes.apply_layouts import Conversion, LayoutPlan
+from hlo.passes.physical_shapes import inverse_permutation
 from hlo.shape import ArrayShape, Layout
 from solver.layout_assignment.compile import reshape_via_copy, transpose_via_copy, view_of
 from solver.layout_assignment.costs import Candidate, CostModel, physical_bytes
@@ -89,7 +90,9 @@ def _copies_after_transposes(graph: LayoutGraph, cm: CostModel, chosen: list[Can
     layout assignment writes a layout-changing transpose so), where that copy moves the same
     bytes at the same price and the copy of the operand would serve this transpose alone.
     XLA:CPU's scheduler places the two forms differently: measured, ``fft_1d``'s temporary
-    buffers 384 KiB in this form against 512 KiB, and 0.97 of its time."""
+    buffers 384 KiB in this form against 512 KiB, and 0.97 of its time. ``inserted[k]``
+    describes ``conversions[k]`` (:func:`plan_for` appends them together)."""
+    assert len(inserted) == len(conversions)
     transposes = {(r.computation, r.instruction): r for r in graph.relations
                   if r.kind == "transpose"}
     value = {(r.computation, r.instruction, r.operand): r.value for r in graph.relations
@@ -110,11 +113,9 @@ def _copies_after_transposes(graph: LayoutGraph, cm: CostModel, chosen: list[Can
             continue
         first, planned = forms
         conversions[k] = dataclasses.replace(c, layout=first.layout, after=True)
-        at = next(i for i, x in enumerate(inserted)
-                  if (x.computation, x.consumer, x.operand) == (c.computation, c.instruction, 0))
         why = cm.conversion(first, "", planned, "")[1]
-        inserted[at] = dataclasses.replace(
-            inserted[at], value=rel.instruction, source=str(first), destination=str(planned),
+        inserted[k] = dataclasses.replace(
+            inserted[k], value=rel.instruction, source=str(first), destination=str(planned),
             why=f"{rel.instruction} moves data: written as a bitcast of its operand to "
                 f"{first.layout} and a copy to {planned.layout} after it, XLA's form ({why})")
 
@@ -129,9 +130,7 @@ def _bitcast_first(cm: CostModel, rel, shape: ArrayShape, cu: Candidate, cv: Can
     src = cm.laid_out(rel.shape, cu)
     plain = src.with_layout(layout)
     dst = cm.laid_out(shape, cv)
-    inverse = [0] * len(rel.dims)
-    for o, i in enumerate(rel.dims):
-        inverse[i] = o
+    inverse = inverse_permutation(rel.dims)
     first = cm.laid_out(shape, Candidate(tuple(inverse[d] for d in cu.minor_to_major)))
     if any(s.layout is None or not _plain(s.layout) for s in (src, plain, dst, first)):
         return None
