@@ -9,9 +9,10 @@ For every module (corpus modules whose XLA layouts the execution path runs, plus
 (``after_layout``), ours (``assign`` on ``before_layout``), all-default, greedy and ``--random``
 random consistent assignments (``solver.layout_assignment.variants``). All run in one
 ``run_modules`` call: the same inputs, one pinned CPU, interleaved rounds, XLA's layouts as the
-reference (run twice per round for the A/A noise). Variants that print as the same module are
-one program: it runs once and they share its times (``same_program_as``), so that noise does
-not rank a program against itself. Every variant's outputs are compared with
+reference (run twice per round for the A/A noise); with ``--sessions S`` the rounds are shared
+out among S children, each compiling every variant afresh. Variants that print as the same
+module are one program: it runs once and they share its times (``same_program_as``), so that
+noise does not rank a program against itself. Every variant's outputs are compared with
 XLA's normal execution of the ``pre`` module (its whole pipeline).
 
 Per module: Kendall's tau between predicted cost (the target's model) and measured time (each
@@ -164,7 +165,8 @@ def measure_module(name: str, args, compare_target) -> dict:
     load_before = os.getloadavg()[0]
     run = run_modules([*((lab, variants[lab]) for lab in distinct),
                        ("semantics", parse_module(pre_text, name))],
-                      reps=args.reps, warmup=1, seed=args.seed, plain={"semantics"})
+                      reps=args.reps, warmup=1, seed=args.seed, plain={"semantics"},
+                      sessions=args.sessions)
     load_after = os.getloadavg()[0]
     semantics = run.executions[-1]
     rows = {}
@@ -201,7 +203,8 @@ def measure_module(name: str, args, compare_target) -> dict:
                    "same_as_xla": same_program(xla, ours.module), "assign_s": round(assign_s, 2),
                    "status": ours.status, "noise": run.noise().to_json() if run.noise() else None,
                    "semantics_refusal": semantics.refusal, "load": [load_before, load_after],
-                   "runs_per_sample": run.runs_per_sample, "programs_measured": len(distinct)})
+                   "runs_per_sample": run.runs_per_sample, "sessions": run.sessions,
+                   "programs_measured": len(distinct)})
     if compare_target is not None and len(ran) > 2 and all(
             rows[lab]["predicted_ns_compare"] is not None for lab in ran):
         out["tau_compare"] = kendall_tau([rows[lab]["predicted_ns_compare"] for lab in ran],
@@ -546,6 +549,10 @@ def main() -> None:
     parser.add_argument("--target", default="cpu")
     parser.add_argument("--compare-target", default=None)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--sessions", type=int, default=1,
+                        help="XLA processes each module's rounds are shared among, each "
+                             "compiling every variant afresh (an executable keeps a speed of its "
+                             "own for its process's life)")
     parser.add_argument("--random", type=int, default=5)
     parser.add_argument("--time-limit", type=float, default=5.0)
     parser.add_argument("--seed", type=int, default=0)

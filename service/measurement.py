@@ -41,11 +41,12 @@ SIGNIFICANT = 0.03
 
 
 def measure_report(modules: Sequence[tuple[str, Module]], target: Any, *, seed: int = 0,
-                   reps: int = 10, warmup: int = 2) -> dict[str, Any]:
-    """Run, time and price ``modules`` (the first is the reference); see the module doc."""
+                   reps: int = 10, warmup: int = 2, sessions: int = 1) -> dict[str, Any]:
+    """Run, time and price ``modules`` (the first is the reference); see the module doc.
+    ``sessions``: the rounds are shared out among that many XLA processes (``run_modules``)."""
     from service.layout_operations import model_cost
 
-    measurement = run_modules(modules, seed=seed, reps=reps, warmup=warmup)
+    measurement = run_modules(modules, seed=seed, reps=reps, warmup=warmup, sessions=sessions)
     costs = [model_cost(module, target) for _, module in modules]
     noise = measurement.noise()
     return {
@@ -54,6 +55,7 @@ def measure_report(modules: Sequence[tuple[str, Module]], target: Any, *, seed: 
         "reference": modules[0][0] if modules else None,
         "seed": seed,
         "reps": reps,
+        "sessions": measurement.sessions,
         "pinned_cpu": measurement.cpu,
         "runs_per_sample": measurement.runs_per_sample,
         "load_average": [round(x, 2) for x in os.getloadavg()],

@@ -96,13 +96,15 @@ class VerifyOptions:
 
 @dataclass(frozen=True, slots=True)
 class MeasureOptions:
-    """Options of ``measure``: the seeded inputs and how many timed rounds (0: outputs only)."""
+    """Options of ``measure``: the seeded inputs, how many timed rounds (0: outputs only),
+    and among how many XLA processes, each compiling every module afresh, they are shared."""
 
     __pydantic_config__ = STRICT
 
     seed: Annotated[int, Ge(0), Le(2**31 - 1)] = 0
     reps: Annotated[int, Ge(0), Le(1000)] = 10
     warmup: Annotated[int, Ge(0), Le(100)] = 2
+    sessions: Annotated[int, Ge(1), Le(10)] = 1
 
 
 Options = (

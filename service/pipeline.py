@@ -518,7 +518,7 @@ def _measure(request: MeasureRequest) -> Produced:
     options = request.options
     try:
         data = measure_report(modules, target, seed=options.seed, reps=options.reps,
-                              warmup=options.warmup)
+                              warmup=options.warmup, sessions=options.sessions)
     except XlaError as exc:
         raise OperationFailed(Failure(FailureType.NOT_AVAILABLE, exc.message)) from exc
     return Produced(data)

@@ -37,8 +37,11 @@ def print_measured(report: dict[str, Any], console: Console) -> None:
     """The ``measured`` report as a table: time, paired ratio, prediction, outputs, verdict."""
     noise = report.get("noise")
     runs = report.get("runs_per_sample", 1)
+    sessions = report.get("sessions", 1)
     title = (f"XLA:CPU, pinned to cpu {report['pinned_cpu']}, {report['reps']} rounds"
-             f"{f' of {runs} runs' if runs > 1 else ''}, load {report['load_average'][0]}")
+             f"{f' of {runs} runs' if runs > 1 else ''}"
+             f"{f' in {sessions} processes' if sessions > 1 else ''}, "
+             f"load {report['load_average'][0]}")
     if noise:
         title += f"; A/A noise {noise['median']:.3f} [{noise['p25']:.3f}, {noise['p75']:.3f}]"
     table = Table(title=title)
@@ -74,6 +77,9 @@ def register(app: typer.Typer) -> None:
         reps: int = typer.Option(10, "--reps", min=0, help="Timed rounds (0: outputs only)."),
         warmup: int = typer.Option(2, "--warmup", min=0, help="Untimed rounds first."),
         seed: int = typer.Option(0, "--seed", min=0, help="Seed of the random inputs."),
+        sessions: int = typer.Option(1, "--sessions", min=1, max=10,
+                                     help="XLA processes the rounds are shared among, each "
+                                          "compiling every module afresh."),
         target: str = typer.Option("cpu", "-t", "--target",
                                    help="Target whose cost model predicts the ratios."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -84,7 +90,7 @@ def register(app: typer.Typer) -> None:
         texts = [read_source(p) for p in paths]
         request = MeasureRequest(
             tuple(zip(labels_for(paths), texts)), target_spec(target),
-            MeasureOptions(seed=seed, reps=reps, warmup=warmup),
+            MeasureOptions(seed=seed, reps=reps, warmup=warmup, sessions=sessions),
         )
         outcome = run(request)
         if isinstance(outcome, Failure):

@@ -13,7 +13,11 @@ to back as often as makes the fastest module's sample last ``sample_ms``); the r
 twice per round (A/B/A), its two runs half a round apart (:func:`_round_order`) and each through an executable
 compiled on its own, so the noise floor is measured with the numbers. Ratios are paired: per round,
 candidate over the mean of the reference's two runs, then the median and quartiles over
-rounds.
+rounds. With ``sessions > 1`` the rounds are shared out among that many children, each
+compiling every module afresh: an executable keeps a speed of its own for the life of its
+process (measured on a 1 ms convolution module, the same two modules timed in five
+children: ratios 0.97 to 1.04, each child's quartiles 0.03 wide; two executables of one
+module in one child up to 13 % apart), which rounds within one child cannot average out.
 
 A module the path cannot run is not an error: its :class:`Execution` carries a ``refusal``
 (a static reason from :mod:`service.xla.refusals`, XLA's compile error, or the abort message
@@ -128,7 +132,8 @@ class Measurement:
     seed: int = 0
     jax_version: str = ""  # the jax the child ran
     device: str = ""  # the device it ran on, as jax names its kind
-    runs_per_sample: int = 1  # executions back to back in one timed sample
+    runs_per_sample: int = 1  # executions back to back in one timed sample (the first child's)
+    sessions: int = 1  # children whose rounds the times hold (see :func:`run_modules`)
 
     def ratio(self, index: int) -> PairedRatio | None:
         """Paired time ratio of module ``index`` over the reference: per round, over the mean
@@ -169,6 +174,7 @@ def run_modules(
     platform: str = "cpu",
     outputs: bool = True,
     sample_ms: float = SAMPLE_MS,
+    sessions: int = 1,
 ) -> Measurement:
     """Run every module on the same inputs; with ``reps > 0`` also time them (see module doc).
 
@@ -184,6 +190,9 @@ def run_modules(
     ``sample_ms``: each timed sample runs a module back to back until the fastest module's
     sample lasts about this long (``times_ms`` stay per execution); 0 times single runs.
     ``timeout_s``: the child's time limit, by default :func:`default_timeout_s` of the modules.
+    ``sessions``: the timed rounds are shared out among this many children, run one after
+    another (see module doc); the outputs come from the first. A later child that dies adds
+    no rounds (``Measurement.sessions`` counts those that did).
     """
     require_xla()
     if not modules:
@@ -223,18 +232,35 @@ def run_modules(
                "pinned": {keys[label]: entry_pins(module) for label, module in modules
                           if label in pinned and label in keys},
                "platform": platform, "outputs": outputs, "sample_ms": sample_ms}
+        shares = _shares(reps, sessions)
         if keys:
-            result, crash = _run_child(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, how)
+            result, crash = _run_child(work, keys, inputs, shares[0], warmup, pin_cpu, timeout_s,
+                                       how)
         if crash is not None:
-            result = _isolate(work, keys, inputs, reps, warmup, pin_cpu, timeout_s, refusals, crash,
-                              how)
+            result = _isolate(work, keys, inputs, shares[0], warmup, pin_cpu, timeout_s, refusals,
+                              crash, how)
+        done = 1
+        for share in shares[1:] if keys else ():
+            more, died = _run_child(work, keys, inputs, share, warmup, pin_cpu, timeout_s,
+                                    {**how, "outputs": False})
+            if died is None:
+                done += 1
+                for key, times in more.get("times_ms", {}).items():
+                    result.setdefault("times_ms", {}).setdefault(key, []).extend(times)
         executions = []
         for label, _ in modules:
             executions.append(_execution(work, label, keys.get(label), result, refusals))
         again = result.get("times_ms", {}).get(keys.get(labels[0], "") + _AGAIN, [])
     return Measurement(tuple(executions), tuple(again), module_tolerance(*(m for _, m in modules)),
                        result.get("cpu"), seed, result.get("jax", ""), result.get("device", ""),
-                       int(result.get("runs_per_sample", 1)))
+                       int(result.get("runs_per_sample", 1)), done)
+
+
+def _shares(reps: int, sessions: int) -> list[int]:
+    """The timed rounds of each child: ``reps`` shared out among ``sessions`` (one child when
+    nothing is timed; never a child without a round)."""
+    count = max(1, min(sessions, reps))
+    return [reps // count + (1 if k < reps % count else 0) for k in range(count)]
 
 
 #: The child's time limit: this much, plus :data:`TIMEOUT_PER_INSTRUCTION_S` per instruction of

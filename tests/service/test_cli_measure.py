@@ -52,6 +52,17 @@ def files(tmp_path):
     return out
 
 
+def test_measure_shares_its_rounds_among_processes(files):
+    result = invoke("measure", files["row"], files["standalone"], "--reps", "3", "--sessions", "2",
+                    "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["sessions"] == 2 and report["modules"][1]["ratio"]["rounds"] == 3
+    assert "in 2 processes" in invoke("measure", files["row"], files["standalone"], "--reps", "2",
+                                      "--sessions", "2").output
+    assert invoke("measure", files["row"], files["standalone"], "--sessions", "0").exit_code == 2
+
+
 def test_measure_times_and_compares_with_the_reference(files):
     result = invoke("measure", files["row"], files["standalone"], "--reps", "3", "--json")
     assert result.exit_code == 0, result.output

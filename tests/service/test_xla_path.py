@@ -96,6 +96,17 @@ def test_a_timed_sample_of_a_tiny_module_is_many_runs_and_times_stay_per_run():
     assert len(batched.executions[1].times_ms) == 3 and len(batched.reference_again_ms) == 3
 
 
+def test_rounds_shared_among_processes_add_up_and_keep_the_first_ones_outputs():
+    modules = [("row", parse_module(ROW_MAJOR)), ("col", parse_module(COLUMN_MAJOR))]
+    run = run_modules(modules, seed=3, reps=5, sessions=2, sample_ms=0)
+    assert run.sessions == 2
+    assert [len(e.times_ms) for e in run.executions] == [5, 5] and len(run.reference_again_ms) == 5
+    assert run.matches(1).ok and run.executions[1].outputs[0].shape == (5, 3)
+    # More processes than rounds: one round each, never a process without one.
+    assert run_modules(modules, seed=3, reps=2, sessions=4, sample_ms=0).sessions == 2
+    assert run_modules(modules, seed=3, reps=0, sessions=4).sessions == 1
+
+
 def test_topk_operand_layout_is_checked_by_xla_compiler_not_only_its_parser():
     x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
     good = parse_module(TOPK.replace("LAYOUT", "1,0"))
