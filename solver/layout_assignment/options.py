@@ -76,7 +76,8 @@ class AssignOptions:
     ``time_limit_s``: seconds for all solves together (the relaxed problem and the per-use
     model, then the exact shared-copy problem), each taking a share of what is left; over
     HTTP, left out, the server's ``default_time_limit_s``, and always capped by its
-    ``max_time_limit_s``.
+    ``max_time_limit_s``. The in-place descent after the solves scores a number of rewrites
+    sized to about a fifth of it (a count, :func:`.assign.in_place_trials`).
     ``entry_layout``: see :class:`EntryLayout`.
     ``normalize``: the normalization passes run on the result, in order; ``None`` runs what
     the target asks for (:func:`hlo.passes.passes_for_target`: the GPU family normalizes
