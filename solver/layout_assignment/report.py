@@ -12,9 +12,9 @@ module (one copy per value and layout however many uses share it):
 * ``gap``: ``(objective - lower_bound) / objective`` (0 when the objective is 0);
 * ``in_place_ns``: what the returned module's elementwise ops are predicted to pay for
   writing over their operands' buffers (XLA:CPU, :mod:`.in_place`; the ``in_place``
-  terms of ``breakdown`` and ``terms``), outside ``objective``: assignment does not
-  minimize it; ``predicted_ns`` = ``objective`` + ``in_place_ns``, the price the
-  predicted ratios of ``measure`` use.
+  terms of ``breakdown`` and ``terms``), outside ``objective``: the solves do not see
+  it (the in-place descent below does); ``predicted_ns`` = ``objective`` +
+  ``in_place_ns``, the price the predicted ratios of ``measure`` use.
 
 The per-use labeling model's own numbers stay under ``model`` (``objective``:
 what it charges the returned labeling; ``lower_bound`` and ``status``: its
@@ -24,10 +24,13 @@ inserted copy serves several uses (and in loops, where a copy's padding write
 is charged once). ``chosen_by`` names the answer returned: ``exact`` (the exact
 shared-copy problem's CP-SAT answer), ``cp-sat`` (the per-use model's optimum),
 ``bound`` (the relaxed problem's labels),
-``local-search`` (single-node moves on the true cost), ``greedy`` or ``default``.
-Where the cheapest answer's elementwise ops are predicted to write over their operands
-(``in_place_ns``), the all-default and greedy answers are priced too and the least
-``predicted_ns`` is returned, although its ``objective`` may then be above the bound.
+``local-search`` (single-node moves on the true cost), ``in-place``, ``greedy`` or
+``default``. Where the cheapest answer's elementwise ops are predicted to write over their
+operands (``in_place_ns``), the all-default and greedy answers are priced too and the least
+``predicted_ns`` is returned, although its ``objective`` may then be above the bound; where
+that one still has such writes, the in-place descent relabels the ops and their operands
+(single moves, each rewritten and scored whole) and returns its answer, ``in-place``, where
+it lowers ``predicted_ns``.
 """
 
 from __future__ import annotations

@@ -300,3 +300,21 @@ def test_assignment_takes_an_op_off_its_operands_buffer_where_that_is_cheaper():
     assert "tanh" not in in_place_reads(chosen.module.entry)
     assert xla_in_place(optimum.module).get("tanh") and not xla_in_place(chosen.module).get("tanh")
     assert chosen.score.in_place == sum(t.ns for t in chosen.score.terms if t.kind == "in_place")
+
+
+def test_the_descent_leaves_a_module_that_calls_a_library_alone():
+    # XLA:CPU runs a library call (LAPACK's) in place on copies of its operands, a buffer
+    # assignment the replay does not model: with one in the entry, the descent is not run.
+    from solver.layout_assignment.assign import assign
+    from solver.layout_assignment.options import AssignOptions
+
+    called = TRANSPOSED_CHAIN.replace(
+        "  ROOT o = ",
+        '  k = f32[256,256]{1,0} custom-call(b), custom_call_target="my_kernel"\n'
+        "  ROOT o = ")
+    xeon = load_target("cpu-xeon")
+    options = AssignOptions(time_limit_s=5)
+    plain = assign(parse_module(TRANSPOSED_CHAIN), xeon, options)
+    with_call = assign(parse_module(called), xeon, options)
+    assert plain.chosen_by == "in-place"
+    assert with_call.chosen_by != "in-place" and with_call.score.in_place > 0
