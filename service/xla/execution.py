@@ -227,26 +227,12 @@ def run_modules(
                 if label not in whole:
                     (work / f"m{k}.carrier.hlo").write_text(print_module(carrier(module)))
         _write_inputs(work / "inputs.npz", inputs)
-        result, crash = {}, None
         how = {"plain": [keys[label] for label in plain if label in keys],
                "pinned": {keys[label]: entry_pins(module) for label, module in modules
                           if label in pinned and label in keys},
                "platform": platform, "outputs": outputs, "sample_ms": sample_ms}
-        shares = _shares(reps, sessions)
-        if keys:
-            result, crash = _run_child(work, keys, inputs, shares[0], warmup, pin_cpu, timeout_s,
-                                       how)
-        if crash is not None:
-            result = _isolate(work, keys, inputs, shares[0], warmup, pin_cpu, timeout_s, refusals,
-                              crash, how)
-        done = 1
-        for share in shares[1:] if keys else ():
-            more, died = _run_child(work, keys, inputs, share, warmup, pin_cpu, timeout_s,
-                                    {**how, "outputs": False})
-            if died is None:
-                done += 1
-                for key, times in more.get("times_ms", {}).items():
-                    result.setdefault("times_ms", {}).setdefault(key, []).extend(times)
+        result, done = _sessions(work, keys, inputs, _shares(reps, sessions), warmup, pin_cpu,
+                                 timeout_s, refusals, how)
         executions = []
         for label, _ in modules:
             executions.append(_execution(work, label, keys.get(label), result, refusals))
@@ -254,6 +240,28 @@ def run_modules(
     return Measurement(tuple(executions), tuple(again), module_tolerance(*(m for _, m in modules)),
                        result.get("cpu"), seed, result.get("jax", ""), result.get("device", ""),
                        int(result.get("runs_per_sample", 1)), done)
+
+
+def _sessions(work, keys, inputs, shares, warmup, pin_cpu, timeout_s, refusals, how
+              ) -> tuple[dict, int]:
+    """The children's result, their rounds pooled, and how many children gave rounds: the
+    first runs ``shares[0]`` rounds and brings back the outputs (where it dies, each module
+    alone finds who killed it, :func:`_isolate`), then one child per further share."""
+    if not keys:
+        return {}, 1
+    result, crash = _run_child(work, keys, inputs, shares[0], warmup, pin_cpu, timeout_s, how)
+    if crash is not None:
+        result = _isolate(work, keys, inputs, shares[0], warmup, pin_cpu, timeout_s, refusals,
+                          crash, how)
+    done = 1
+    for share in shares[1:] if keys else ():
+        more, died = _run_child(work, keys, inputs, share, warmup, pin_cpu, timeout_s,
+                                {**how, "outputs": False})
+        if died is None:
+            done += 1
+            for key, times in more.get("times_ms", {}).items():
+                result.setdefault("times_ms", {}).setdefault(key, []).extend(times)
+    return result, done
 
 
 def _shares(reps: int, sessions: int) -> list[int]:

@@ -364,8 +364,7 @@ def _assign(module: Module, target: str | Target, options: AssignOptions,
         tracker.heard(best=min(runs.estimated().values()))
     laps.lap("polish")
     tracker.enter("rewrite")
-    rewritten = _rewrite_cheapest(module, compiled, cm, runs, options.emit_bitcasts,
-                                  in_place_trials(instructions, limit))
+    rewritten = _rewrite_cheapest(module, compiled, cm, runs, options, instructions)
     laps.lap("rewrite")
     normalized, normalization = (normalize(rewritten.module, passes) if passes
                                  else (rewritten.module, NOTHING_NORMALIZED))
@@ -544,7 +543,7 @@ def _solve_exact(compiled: Compiled, options: AssignOptions, budget: Budget,
 
 
 def _rewrite_cheapest(module: Module, compiled: Compiled, cm: CostModel, runs: Runs,
-                      emit_bitcasts: bool, trials: int) -> Rewritten:
+                      options: AssignOptions, instructions: int) -> Rewritten:
     """Rewrite and score (the true cost) in order of the fast estimate; a run whose
     estimate is no better than the best scored one is reported by its estimate. Where the
     cheapest rewrite has elementwise ops predicted to write over their operand (a cost the
@@ -552,15 +551,15 @@ def _rewrite_cheapest(module: Module, compiled: Compiled, cm: CostModel, runs: R
     rewritten too and the one with the least predicted time (true cost plus in-place
     writes) is returned: its true cost may then be above the bound (status FEASIBLE). Where
     that one still has such writes (and the entry calls no library: :func:`_has_custom_calls`),
-    the in-place descent (:func:`_in_place_descent`, at most ``trials`` rewrites) relabels
-    around them; an answer it finds is run ``in-place``."""
+    the in-place descent (:func:`_in_place_descent`, at most :func:`in_place_trials`
+    rewrites) relabels around them; an answer it finds is run ``in-place``."""
     estimate = runs.estimated()
     true_costs: dict[str, int] = {}
     built: dict[str, tuple[Module, ScoreResult, tuple[InsertedCopy, ...]]] = {}
 
     def rewrite(labels: tuple[int, ...]) -> tuple[Module, ScoreResult, tuple[InsertedCopy, ...]]:
         chosen = [compiled.candidates[i][int(label)] for i, label in enumerate(labels)]
-        plan, inserted = plan_for(compiled.graph, cm, chosen, emit_bitcasts)
+        plan, inserted = plan_for(compiled.graph, cm, chosen, options.emit_bitcasts)
         rewritten = apply_layouts(module, plan)
         return rewritten, score(rewritten, cm.target), inserted
 
@@ -582,7 +581,8 @@ def _rewrite_cheapest(module: Module, compiled: Compiled, cm: CostModel, runs: R
                                          _ORDER.index(k)))
         if built[best][1].in_place and not _has_custom_calls(module.entry):
             labels = _in_place_descent(module, compiled, runs.labels[best], built[best][1],
-                                       lambda trial: rewrite(trial)[1], trials)
+                                       lambda trial: rewrite(trial)[1],
+                                       in_place_trials(instructions, options.time_limit_s))
             if labels is not None:
                 runs.add("in-place", labels)
                 build("in-place")
