@@ -613,14 +613,15 @@ def in_place_trials(instructions: int, time_limit_s: float) -> int:
 
 
 def _in_place_descent(module: Module, compiled: Compiled, start: tuple[int, ...],
-                      scored: ScoreResult, build, trials: int) -> tuple[int, ...] | None:
+                      scored: ScoreResult, rescore, trials: int) -> tuple[int, ...] | None:
     """Labels that take in-place writes off their operands' buffers at a lower predicted
     time than ``start``'s, or None. A move relabels an op that writes over an operand
     (costliest first) or one of its operands, never to a short minor dim
     (:data:`IN_PLACE_MIN_MINOR`). A move whose layout cost (the fast estimate)
     rises by the write's price or more is not tried; the others are rewritten and scored
-    whole (XLA's buffer assignment replayed, :mod:`.in_place`), at most ``trials`` of them,
-    and the first that lowers the predicted time is kept, until none does."""
+    whole by ``rescore`` (XLA's buffer assignment replayed, :mod:`.in_place`), at most
+    ``trials`` of them, and the first that lowers the predicted time is kept, until none
+    does."""
     labels, best = list(start), scored.predicted
     base = true_cost(compiled, start)
     while trials > 0:
@@ -635,7 +636,7 @@ def _in_place_descent(module: Module, compiled: Compiled, start: tuple[int, ...]
                 if estimate - base >= stake:
                     continue
                 trials -= 1
-                result = build(trial)
+                result = rescore(trial)
                 if result.predicted < best:
                     move, best, scored, base = trial, result.predicted, result, estimate
                     break

@@ -318,3 +318,29 @@ def test_the_descent_leaves_a_module_that_calls_a_library_alone():
     with_call = assign(parse_module(called), xeon, options)
     assert plain.chosen_by == "in-place"
     assert with_call.chosen_by != "in-place" and with_call.score.in_place > 0
+
+
+def test_the_descent_moves_no_softmax_onto_a_short_minor_dim(monkeypatch):
+    # gpt_fwd_2l's attention softmax (f32[2,4,64,64]): without the guard the descent takes
+    # its exponentials and selects off their operands by laying them out with the 4 heads
+    # minor, where XLA:CPU's loops ran 4.9x slower (BENCHMARKS.md); with it, they keep a
+    # minor dim of 64.
+    from conftest import shared_path
+
+    import solver.layout_assignment.assign as assign_module
+    from hlo.parser import parse_file
+    from solver.layout_assignment.options import AssignOptions
+
+    before = parse_file(shared_path("corpus", "gpt_fwd_2l.before_layout.hlo"))
+
+    def short_softmax_ops(module):
+        return sorted(i.name for i in module.entry.instructions
+                      if i.opcode in ("exponential", "select") and i.shape.rank == 4
+                      and i.shape.dims[i.shape.layout.minor_to_major[0]] < 64)
+
+    options = AssignOptions(time_limit_s=10)
+    guarded = assign_module.assign(before, "cpu-xeon", options)
+    monkeypatch.setattr(assign_module, "IN_PLACE_MIN_MINOR", 0)
+    unguarded = assign_module.assign(before, "cpu-xeon", options)
+    assert guarded.chosen_by == unguarded.chosen_by == "in-place"
+    assert short_softmax_ops(unguarded.module) and not short_softmax_ops(guarded.module)
