@@ -11,10 +11,11 @@ reference's measured time: ``predicted = 1 + (cost - cost_ref) / measured_ref``,
 with the measured paired ratio. Both are printed; neither is hidden when they disagree.
 
 Report (JSON), one row per module (``runs_per_sample``: one timed sample is that many executions
-back to back, see :func:`~service.xla.execution.run_modules`)::
+back to back; ``sessions``: the XLA processes whose rounds are pooled; see
+:func:`~service.xla.execution.run_modules`)::
 
     {"platform": "cpu", "target": "cpu", "reference": "xla", "seed": 0, "reps": 10,
-     "pinned_cpu": 1, "runs_per_sample": 12, "load_average": [0.9, 0.8, 0.7],
+     "sessions": 1, "pinned_cpu": 1, "runs_per_sample": 12, "load_average": [0.9, 0.8, 0.7],
      "noise": {"median": 1.003, "p25": .., "p75": .., "rounds": 10},      # reference / reference
      "modules": [{"label": "xla", "refusal": null, "median_ms": 5.1, "min_ms": 4.9,
                   "temp_bytes": 393216, "outputs_match": true, "exact": true, "max_error": 0.0, "difference": null,
