@@ -148,6 +148,11 @@ class _Replay:
                        if self.base[i.name] == i.name and isinstance(i.shape, ArrayShape)]
         self.size = {v.name: math.prod(v.shape.dims) * element_bytes(v.shape.element_type)
                      for v in self.values}
+        # Where each value's live range begins: an element of a tuple another op returns
+        # (read through get-tuple-element) is that op's value, live from the op on.
+        self.start = {v.name: self.pos[self.by[v.operands[0]].name]
+                      if v.opcode == "get-tuple-element" and v.operands[0] in self.pos
+                      else self.pos[v.name] for v in self.values}
         self.live_out = self._live_out()
         self.end = self._ends()
 
@@ -195,6 +200,10 @@ class _Replay:
     def _may_overwrite(self, earlier: str, later: str) -> bool:
         """Does ``later`` (defined where ``earlier`` dies) reuse ``earlier``'s buffer?"""
         user = self.by[later]
+        # An element of a tuple some op returns (a sort's, a custom-call's) is never written
+        # over: measured, XLA gives the op reading it a buffer of its own.
+        if self.by[earlier].opcode == "get-tuple-element":
+            return False
         # The shape the user reads: a bitcast's (XLA compares the operand as its user sees it).
         return (earlier not in self.live_out
                 and any(self.base.get(o, o) == earlier and o in self.by
@@ -202,11 +211,11 @@ class _Replay:
 
     def interfere(self, a: str, b: str) -> bool:
         """Do the live ranges of values ``a`` and ``b`` keep them out of one buffer?"""
-        if self.pos[a] > self.pos[b]:
+        if self.start[a] > self.start[b]:
             a, b = b, a
-        if self.end[a] < self.pos[b]:
+        if self.end[a] < self.start[b]:
             return False
-        return not (self.end[a] == self.pos[b] and self._may_overwrite(a, b))
+        return not (self.end[a] == self.start[b] and self._may_overwrite(a, b))
 
     def run(self) -> dict[str, InPlace]:
         allocations, temps = self._assign()
@@ -235,7 +244,7 @@ class _Replay:
         temps: set[str] = set()
         for value in ranked:
             name = value.name
-            if value.opcode in _READ_ONLY:
+            if value.opcode in _READ_ONLY or self._loop_carried(value):
                 allocations.new(name, growing=False)
                 continue
             bases = [self.base.get(o, o) for o in value.operands]
@@ -250,6 +259,12 @@ class _Replay:
             allocations.new(name, growing=True)
         return allocations, temps
 
+    def _loop_carried(self, value: Instruction) -> bool:
+        """A while loop's result: XLA keeps it in the buffer the loop carries its state in
+        (one allocation with the loop's operand and body), which nothing else joins."""
+        return (value.opcode == "get-tuple-element"
+                and getattr(self.by.get(value.operands[0]), "opcode", None) == "while")
+
     def _place(self, temps: set[str]) -> dict[str, str]:
         """Step 3: temporaries in schedule order; the slot (a value's name) of each."""
         slot: dict[str, str] = {}
@@ -260,7 +275,7 @@ class _Replay:
             slot[name] = name
             for operand in value.operands:
                 base = self.base.get(operand, operand)
-                if (base in slot and self.end[base] == self.pos[name]
+                if (base in slot and self.end[base] == self.start[name]
                         and self._may_overwrite(base, name)):
                     slot[name] = slot[base]
                     break
@@ -308,14 +323,14 @@ class _Allocations:
         return index is not None and index in self._growing and self.home.get(b) == index
 
     def _add(self, index: int, name: str) -> None:
-        at = bisect.bisect_right(self.starts[index], self.replay.pos[name])
-        self.starts[index].insert(at, self.replay.pos[name])
+        at = bisect.bisect_right(self.starts[index], self.replay.start[name])
+        self.starts[index].insert(at, self.replay.start[name])
         self.members[index].insert(at, name)
         self.home[name] = index
 
     def _clashes(self, index: int, name: str) -> bool:
         replay, members = self.replay, self.members[index]
-        begin, end = replay.pos[name], replay.end[name]
+        begin, end = replay.start[name], replay.end[name]
         k = bisect.bisect_right(self.starts[index], end) - 1
         while k >= 0 and replay.end[members[k]] >= begin:
             if replay.interfere(members[k], name):
