@@ -587,18 +587,18 @@ def test_the_window_groups_give_the_extra_ns_per_window_element_and_reach_the_ta
     assert len(set(reads)) == len(reads)
 
 
-def test_the_built_in_xeon_target_is_the_fit_of_its_seven_recorded_runs(tmp_path):
-    """``hlo/targets/cpu-xeon.toml`` is what ``calibrate --from`` writes for the seven runs
-    kept in ``bench/cpu_xeon_calibration_*.json`` (each microbenchmark's median over the runs
-    that measured it): no number in it was written by hand, and it names the CPU the
-    built-in ``cpu`` picks it for."""
+def test_the_built_in_xeon_target_is_the_fit_of_its_three_recorded_runs(tmp_path):
+    """``hlo/targets/cpu-xeon.toml`` is what ``calibrate --from`` writes for the three full
+    runs kept in ``bench/cpu_xeon_calibration_{8,9,10}.json`` (each microbenchmark's median
+    over the runs): no number in it was written by hand, and it names the CPU the built-in
+    ``cpu`` picks it for."""
     from typer.testing import CliRunner
 
     from hlo.target import HostCpu, load_target
     from service.cli import build_app
 
     root = Path(__file__).resolve().parents[2]
-    runs = [arg for i in range(1, 8)
+    runs = [arg for i in (8, 9, 10)
             for arg in ("--from", str(root / "bench" / f"cpu_xeon_calibration_{i}.json"))]
     out = tmp_path / "cpu-xeon.toml"
     result = CliRunner().invoke(build_app(), ["calibrate", *runs, "--name", "cpu-xeon", "-o", str(out)])
@@ -677,4 +677,6 @@ def test_a_standalone_transpose_in_the_cache_is_priced_with_the_cached_factors(n
     assert f"x{minor:g}: moves the minor/tiled dims; x{standalone:.3g}: a standalone" in term.reason
     # The movement scaled; the op's fixed cost once.
     expected = target.copy_pass_ns(2 * n * n * 4) * minor * standalone + target.copies.fixed_ns
-    assert term.ns == pytest.approx(expected, abs=3)  # each step rounds up to whole ns
+    # The copy's price rounds up to whole ns, and that rounding is scaled with the movement;
+    # the scaled price rounds up again.
+    assert term.ns == pytest.approx(expected, abs=standalone + 1)

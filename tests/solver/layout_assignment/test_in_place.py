@@ -185,12 +185,13 @@ def test_the_assign_report_gives_the_in_place_price_beside_the_objective():
 def test_an_f16_op_written_over_its_operand_pays_the_f16_price():
     # cpu-xeon's calibration measured f16 add and multiply in place apart (XLA:CPU's scalar
     # loop converts each element): 5x the same op into a fresh buffer, while an f32 add in
-    # place costs about what the fresh one does (no f32 price).
+    # place costs about what the fresh one does (a fraction of an ns per element more, the
+    # runs disagreeing on its sign).
     xeon = load_target("cpu-xeon")
     f16 = xeon.in_place.by_type["f16"]
     assert xeon.in_place.price("add", "f16") == f16["add"] > 1.0
     assert xeon.in_place.price("subtract", "f16") == f16["default"]
-    assert xeon.in_place.price("add", "f32") == 0.0
+    assert 0.0 <= xeon.in_place.price("add", "f32") < 0.1 * f16["add"]
     assert xeon.in_place.price("tanh", "bf16") == xeon.in_place.price("tanh")
     h = "f16[256,256]{1,0}"
     text = f"""HloModule h, entry_computation_layout={{({h}, {h})->{h}}}
@@ -203,7 +204,8 @@ ENTRY e {{
 """
     scored = score(parse_module(text), xeon)
     assert scored.in_place == math.ceil(256 * 256 * f16["add"])
-    assert score(parse_module(text.replace("f16", "f32")), xeon).in_place == 0
+    assert score(parse_module(text.replace("f16", "f32")), xeon).in_place == math.ceil(
+        256 * 256 * xeon.in_place.price("add", "f32"))
 
 
 # A result read through a bitcast of a dying value (XLA's form of an update through a
