@@ -24,6 +24,10 @@ left out, as XLA removes it):
 Two live ranges do not interfere when one ends where the other begins and the later
 instruction may reuse the earlier buffer: an elementwise op whose operand has its exact
 shape, element type and layout (XLA's ``CanShareOperandBufferWithUser``). Copies never do.
+An element of a tuple another op returns (a sort's, a library call's, read through
+``get-tuple-element``) is that op's value, live from the op on and never written over by the
+op reading it; a while loop's results stay in the buffer the loop carries its state in,
+which nothing else joins (both from XLA's dumps: a sort, LAPACK calls, scan loops).
 
 The replay is a prediction, checked against XLA's own buffer assignment: on the fidelity
 modules' layout variants it agreed on 97.6 % of 18,603 elementwise ops (BENCHMARKS.md,
