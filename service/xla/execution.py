@@ -254,7 +254,7 @@ def _sessions(work, keys, inputs, shares, warmup, pin_cpu, timeout_s, refusals, 
         result = _isolate(work, keys, inputs, shares[0], warmup, pin_cpu, timeout_s, refusals,
                           crash, how)
     done = 1
-    for share in shares[1:] if keys else ():
+    for share in shares[1:]:
         more, died = _run_child(work, keys, inputs, share, warmup, pin_cpu, timeout_s,
                                 {**how, "outputs": False})
         if died is None:

@@ -154,7 +154,7 @@ class _Replay:
                      for v in self.values}
         # Where each value's live range begins: an element of a tuple another op returns
         # (read through get-tuple-element) is that op's value, live from the op on.
-        self.start = {v.name: self.pos[self.by[v.operands[0]].name]
+        self.start = {v.name: self.pos[v.operands[0]]
                       if v.opcode == "get-tuple-element" and v.operands[0] in self.pos
                       else self.pos[v.name] for v in self.values}
         self.live_out = self._live_out()

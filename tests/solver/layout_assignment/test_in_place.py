@@ -265,18 +265,6 @@ ENTRY e {{
 """
 
 
-def test_a_tuple_element_an_op_returned_is_not_written_over():
-    found = in_place_reads(parse_module(THROUGH_TUPLE).entry)
-    assert {k: v.name for k, v in found.items()} == {"u": "t", "r": "u"}
-
-
-@pytest.mark.xla
-def test_through_a_tuple_xla_assigns_what_the_replay_predicts():
-    expected = xla_in_place(parse_module(THROUGH_TUPLE))
-    assert {k: v for k, v in expected.items() if v} == {"u": ["t"], "r": ["u"]}
-    assert expected["t"] == []
-
-
 # A while loop's result: XLA keeps it in the buffer the loop carries its state in, which no
 # other value joins, so the product of it is a temporary and the subtract (a result) writes
 # over the product (XLA's dump; lstm_train's parameter updates have this form).
@@ -312,16 +300,23 @@ ENTRY e {
 """
 
 
-def test_a_while_loops_result_is_not_written_over():
-    found = in_place_reads(parse_module(WHILE_RESULT).entry)
-    assert {k: v.name for k, v in found.items()} == {"s": "m"}
+# Each module, the ops XLA's dump has written over an operand (and which), and the op that
+# reads the tuple element, which XLA gives a buffer of its own.
+TUPLE_ELEMENTS = [(THROUGH_TUPLE, {"u": "t", "r": "u"}, "t"), (WHILE_RESULT, {"s": "m"}, "m")]
+
+
+@pytest.mark.parametrize(("text", "written", "fresh"), TUPLE_ELEMENTS, ids=["sort", "while"])
+def test_a_tuple_element_an_op_returned_is_not_written_over(text, written, fresh):
+    found = in_place_reads(parse_module(text).entry)
+    assert {k: v.name for k, v in found.items()} == written and fresh not in found
 
 
 @pytest.mark.xla
-def test_after_a_while_loop_xla_assigns_what_the_replay_predicts():
-    expected = xla_in_place(parse_module(WHILE_RESULT))
-    assert {k: v for k, v in expected.items() if v} == {"s": ["m"]}
-    assert expected["m"] == []
+@pytest.mark.parametrize(("text", "written", "fresh"), TUPLE_ELEMENTS, ids=["sort", "while"])
+def test_past_a_tuple_element_xla_assigns_what_the_replay_predicts(text, written, fresh):
+    expected = xla_in_place(parse_module(text))
+    assert {k: v for k, v in expected.items() if v} == {k: [v] for k, v in written.items()}
+    assert expected[fresh] == []
 
 
 @pytest.mark.xla
