@@ -11,9 +11,14 @@ low and one known high enough for that node:
 * a node with a use live where the answer broke the limit raises its lower end
   to its weight, and its weight grows ``GROWTH``-fold while no upper end is known (a known
   upper end not above the weight is forgotten: it was learned with other
-  weights around it), else goes half-way up;
+  weights around it), else goes to the geometric mean of its two ends;
 * a node that kept clear of the broken times lowers its upper end to its weight,
-  and its weight goes half-way down.
+  and its weight goes to the geometric mean of its ends (half-way down while it
+  has no lower end).
+
+The mean is geometric because the ends lie orders of magnitude apart: the growth
+phase leaves ``hi = GROWTH * lo``, and on contest U the weight that keeps the
+limit cheaply lies near ``lo`` (the arithmetic mean spent the rounds far above it).
 
 With a ``hint`` (a known answer that keeps the limit), every round's toulbar2 search
 has its value ordering set to the cheapest answer known so far (the hint until a
@@ -98,7 +103,10 @@ class _Weights:
         w = self.w
         self.lo = np.where(broke, w, self.lo)
         self.hi = np.where(broke, np.where(self.hi <= w, np.inf, self.hi), w)
-        self.w = np.where(np.isinf(self.hi), np.maximum(GROWTH * w, w0), (self.lo + self.hi) / 2)
+        known = ~np.isinf(self.hi)
+        between = np.where(self.lo > 0, np.sqrt(self.lo * np.where(known, self.hi, 0.0)),
+                           self.hi / 2)
+        self.w = np.where(known, between, np.maximum(GROWTH * w, w0))
 
 
 def _hot_extra(flat: Flat, hot: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from oracle import brute_force, cost_of, random_raw
 from test_reductions import build
 
 from solver.errors import ProblemError
-from solver.penalties import penalty_search
+from solver.penalties import GROWTH, _Weights, penalty_search
 from solver.problem import make_problem
 
 
@@ -29,6 +29,25 @@ def _binding_raw(rng: np.random.Generator):
     peak = sum(use[3][free[1][use[0]]] for use in raw.memory)
     raw.limit = (lowest + peak) // 2
     return raw if peak > raw.limit else None
+
+
+def test_weights_grow_then_bisect_between_their_ends_geometrically() -> None:
+    """Node 0 breaks the limit three rounds running, then keeps clear twice, then
+    breaks; node 1 never breaks. The weights, worked by hand: growth by GROWTH
+    from w0 while no upper end is known, then the geometric mean of the ends."""
+    weights = _Weights(2)
+    broke, clear = np.array([True, False]), np.array([False, False])
+    expected = [1.0, GROWTH, GROWTH**2]
+    for want in expected:
+        weights.update(broke, w0=1.0)
+        assert weights.w[0] == pytest.approx(want)
+    weights.update(clear, w0=1.0)  # ends GROWTH and GROWTH**2
+    assert weights.w[0] == pytest.approx(GROWTH**1.5)
+    weights.update(clear, w0=1.0)  # ends GROWTH and GROWTH**1.5
+    assert weights.w[0] == pytest.approx(GROWTH**1.25)
+    weights.update(broke, w0=1.0)  # ends GROWTH**1.25 and GROWTH**1.5
+    assert weights.w[0] == pytest.approx(GROWTH**1.375)
+    assert weights.w[1] == 0.0  # never broke: no penalty on it
 
 
 @pytest.mark.parametrize("hinted", [False, True])
