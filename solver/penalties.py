@@ -20,6 +20,14 @@ The mean is geometric because the ends lie orders of magnitude apart: the growth
 phase leaves ``hi = GROWTH * lo``, and on contest U the weight that keeps the
 limit cheaply lies near ``lo`` (the arithmetic mean spent the rounds far above it).
 
+``scaled`` starts the weights higher: at one growth step (``GROWTH``) below the
+*descent scale*, the smallest power of two times ``w0`` at which coordinate descent
+from the first answer, under that penalty, keeps the limit (never below ``w0``).
+Descent moves one node at a time, so it needs a larger penalty than toulbar2's joint
+moves: one step below it, the rounds start close to where toulbar2's answers begin
+to keep the limit instead of growing there from ``w0`` (contest U: descent scale
+1024, the answers keep the limit from about 64-128 ``w0`` on; BENCHMARKS.md).
+
 With a ``hint`` (a known answer that keeps the limit), every round's toulbar2 search
 has its value ordering set to the cheapest answer known so far (the hint until a
 round finds a cheaper one): with the small backtrack budgets used here a round's
@@ -70,6 +78,8 @@ BACKTRACKS = 2_000
 MAX_PENALTY = 10**13
 #: How fast a weight grows while no upper end is known.
 GROWTH = 8.0
+#: The largest power of two the descent scale (``scaled``) tries.
+SCALE_STEPS = 24
 #: A round's estimated seconds, per table entry: ENTRY_SECONDS (toulbar2 building and
 #: preprocessing the model, the repair and polish of its answer) plus
 #: ENTRY_BACKTRACK_SECONDS per backtrack of its search. Fitted on contest cores K, M, N
@@ -123,6 +133,20 @@ def _broken_uses(flat: Flat, labels: np.ndarray) -> np.ndarray:
     return count[flat.u_hi] > count[flat.u_lo]
 
 
+def _descent_scale(flat: Flat, labels: np.ndarray, extra: np.ndarray, w0: float) -> float:
+    """The smallest power of two ``s`` up to ``2**SCALE_STEPS`` at which coordinate descent
+    from ``labels`` under the penalty ``s * w0 * extra`` keeps the limit (1 where none
+    does)."""
+    lo, hi = 0, SCALE_STEPS + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if flat.fits(flat.icm(labels, extra=extra * (w0 * 2.0**mid))):
+            hi = mid
+        else:
+            lo = mid + 1
+    return 2.0**lo if lo <= SCALE_STEPS else 1.0
+
+
 def _candidate(flat: Flat, labels: np.ndarray) -> np.ndarray | None:
     """``labels`` repaired to the limit if needed, then polished; ``None`` if no repair fits."""
     if flat.limited:
@@ -134,14 +158,15 @@ def _candidate(flat: Flat, labels: np.ndarray) -> np.ndarray | None:
 
 def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BACKTRACKS,
                    deadline: float | None = None, hint: Sequence[int] | None = None,
-                   work: Plan | None = None) -> tuple[tuple[int, ...], int] | None:
+                   work: Plan | None = None, scaled: bool = False
+                   ) -> tuple[tuple[int, ...], int] | None:
     """The cheapest answer (labels and cost) that keeps every rule and the memory
     limit found over ``rounds`` toulbar2 solves with bisected per-node penalties
     (fewer when ``work`` runs out: no round starts that would overrun what is left of
     it if it cost as much as the one before; each round spends its estimate there), or
     ``None`` when none was found. ``problem`` must have no ties (the
-    reduced problems of :mod:`solver.reductions` have none). ``hint``: see the
-    module docstring (it is not itself an answer of the search)."""
+    reduced problems of :mod:`solver.reductions` have none). ``hint`` and ``scaled``:
+    see the module docstring (the hint is not itself an answer of the search)."""
     if problem.ties:
         raise ProblemError("penalty search needs a problem without ties (merge them first)")
     if problem.num_nodes == 0:
@@ -184,6 +209,8 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
         if w0 is None:
             # The first weight makes the answer's penalty as large as its cost.
             w0 = flat.cost(labels) / max(1.0, float(extra[flat.off[:-1] + labels].sum()))
+            if scaled:
+                w0 *= max(1.0, _descent_scale(flat, labels, extra, w0) / GROWTH)
         broke = np.zeros(flat.n, bool)
         broke[flat.u_node[broken]] = True
         weights.update(broke, w0)

@@ -440,12 +440,14 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
     """``start``, or the cheapest answer of toulbar2 with bisected memory penalties:
     with ``workers`` of 2 or more (the solve's ``num_workers``), two searches with the
     same rounds, one as it comes and one whose toulbar2 dives are hinted by the cheapest
-    answer known (``start`` first), the hinted one in a child process on the other core
-    (toulbar2 uses one); with one worker, the first alone. The rounds end when ``work``
-    runs out: the first search spends it, the second, beside it, has a copy of its own. Each helps where the other
-    stalls: at fixed work, contest U 1.123 -> 1.031 of the best published with the
-    hint, K 1.021 -> 1.294 and N 1.059 -> 1.089 with it (BENCHMARKS.md). On equal
-    costs the unhinted answer is kept."""
+    answer known (``start`` first) and whose weights start at the descent scale
+    (:func:`~solver.penalties.penalty_search`'s ``scaled``), the second in a child
+    process on the other core (toulbar2 uses one); with one worker, the first alone. The
+    rounds end when ``work`` runs out: the first search spends it, the second, beside it,
+    has a copy of its own. Each helps where the other stalls: at fixed work, contest U
+    1.123 -> 1.031 of the best published with the hint, K 1.021 -> 1.294 and N 1.059 ->
+    1.089 with it; the scaled start, U 1.135 -> 1.085, S 1.069 -> 1.078 (BENCHMARKS.md).
+    On equal costs the unhinted answer is kept."""
     entries = max(1, table_entries(core))
     backtracks = min(PENALTY_MAX_BACKTRACKS,
                      max(PENALTY_MIN_BACKTRACKS, PENALTY_SEARCH // entries))
@@ -454,7 +456,7 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
     own = None if work is None else Plan(work.left())
     hinted = None if workers < 2 else beside(
         lambda: penalty_search(core, rounds, backtracks, deadline=cut, hint=start.labels,
-                               work=own))
+                               work=own, scaled=True))
     found = [penalty_search(core, rounds, backtracks, deadline=cut, work=work)]
     if hinted is not None:
         try:

@@ -10,7 +10,8 @@ from oracle import brute_force, cost_of, random_raw
 from test_reductions import build
 
 from solver.errors import ProblemError
-from solver.penalties import GROWTH, _Weights, penalty_search
+from solver.flat import Flat
+from solver.penalties import GROWTH, _descent_scale, _Weights, penalty_search
 from solver.problem import make_problem
 
 
@@ -50,6 +51,19 @@ def test_weights_grow_then_bisect_between_their_ends_geometrically() -> None:
     assert weights.w[1] == 0.0  # never broke: no penalty on it
 
 
+def test_the_descent_scale_is_the_first_power_of_two_whose_descent_keeps_the_limit() -> None:
+    # One node: label 0 costs 10 and uses 10 bytes, label 1 costs 100 and uses 1; the
+    # limit is 5. Label 0's extra usage is 9, w0 = 10 / 9 (its penalty as large as its
+    # cost). Descent moves to label 1 once 10 + s * w0 * 9 > 100, i.e. s > 9: s = 16.
+    problem = make_problem([[10, 100]], memory=[(0, 0, 1, [10, 1])], memory_limit=5)
+    flat = Flat(problem)
+    extra = np.array([9.0, 0.0])
+    assert _descent_scale(flat, np.array([0]), extra, 10 / 9) == 16.0
+    # No penalty up to 2**SCALE_STEPS moves it (label 1 forbidden by its cost): 1.
+    stuck = make_problem([[10, 10**12]], memory=[(0, 0, 1, [10, 1])], memory_limit=5)
+    assert _descent_scale(Flat(stuck), np.array([0]), extra, 1e-9) == 1.0
+
+
 @pytest.mark.parametrize("hinted", [False, True])
 def test_answers_keep_the_limit_and_are_often_optimal(hinted: bool) -> None:
     # The hint, where given: an answer that keeps the limit (every node on its smallest
@@ -64,7 +78,7 @@ def test_answers_keep_the_limit_and_are_often_optimal(hinted: bool) -> None:
         hint = [int(np.argmin(use[3])) for use in raw.memory] if hinted else None
         if hint is not None and cost_of(raw, hint) is None:
             continue
-        got = penalty_search(build(raw), rounds=8, hint=hint)
+        got = penalty_search(build(raw), rounds=8, hint=hint, scaled=hinted)
         tried += 1
         if got is None:
             continue
@@ -124,8 +138,8 @@ def test_both_searches_the_same_answer_beside_or_in_turn(monkeypatch) -> None:
     entries = sum(edge.costs.size for edge in problem.edges)
     backtracks = min(solve_module.PENALTY_MAX_BACKTRACKS,
                      max(solve_module.PENALTY_MIN_BACKTRACKS, solve_module.PENALTY_SEARCH // entries))
-    alone = [penalty_search(problem, solve_module.PENALTY_ROUNDS, backtracks, hint=hint)
-             for hint in (None, smallest)]
+    alone = [penalty_search(problem, solve_module.PENALTY_ROUNDS, backtracks, hint=hint,
+                            scaled=hint is not None) for hint in (None, smallest)]
     cheapest = min([start.cost] + [found[1] for found in alone if found is not None])
     assert forked.cost == cheapest == cost_of(raw, forked.labels)
     # With one worker (num_workers=1) no child is started: the unhinted search alone.
