@@ -13,7 +13,7 @@ the same work takes on one core of this machine (about the wall time on a quiet
 one). Costs include the reductions' offset; ratio = cost / best published.
 Prints a markdown table; writes nothing.
 
-    python3 bench/penalty_rounds.py [--only R,T] [--rounds 6] [--backtracks 100] [--hinted]
+    python3 bench/penalty_rounds.py [--only R,T] [--rounds 6] [--backtracks 100] [--hinted] [--scaled]
     python3 bench/penalty_rounds.py --only S --rounds 12 --backtracks 166
 """
 
@@ -39,7 +39,7 @@ from solver.solve import PENALTY_FIXED_LABELS, _penalised  # noqa: E402
 
 
 def row(name: str, rounds: int, backtracks: int, heuristic_s: float, best: int,
-        hinted: bool) -> str:
+        hinted: bool, scaled: bool = False) -> str:
     problem = read_instance(DATA / f"asplos-2025-iopddl-{name}.json.gz")
     reduction = reduce_problem(problem, SolveOptions().passes, time.perf_counter() + 60)
     core, offset = reduction.problem, reduction.offset
@@ -50,7 +50,8 @@ def row(name: str, rounds: int, backtracks: int, heuristic_s: float, best: int,
     began = time.process_time()
     narrow = fixed_problem(core, nodes, guess.labels) if len(nodes) < core.num_nodes else core
     hint = tuple(guess.labels[v] for v in nodes) if hinted else None
-    found = penalty_search(narrow, rounds, backtracks, hint=hint)
+    found = penalty_search(narrow, rounds, backtracks, hint=hint,
+                           **({"scaled": True} if scaled else {}))
     cpu = time.process_time() - began
     cost = None
     if found is not None:
@@ -74,14 +75,17 @@ def main() -> None:
     parser.add_argument("--hinted", action="store_true",
                         help="the hinted search (toulbar2's dives led by the cheapest answer "
                              "known, the start first), which the solver runs beside the other")
+    parser.add_argument("--scaled", action="store_true",
+                        help="the weights start at the descent scale (penalty_search's "
+                             "scaled, which the solver gives the hinted search)")
     args = parser.parse_args()
     best = {name: min(costs.values()) for name, costs in published().items()}
     print(f"| instance | nodes searched | table entries | start (heuristic, {args.heuristic:g} s) | "
           f"ratio | after {args.rounds} penalty rounds | ratio | CPU s |")
     print("|---|---|---|---|---|---|---|---|")
     for name in args.only.split(","):
-        print(row(name, args.rounds, args.backtracks, args.heuristic, best[name], args.hinted),
-              flush=True)
+        print(row(name, args.rounds, args.backtracks, args.heuristic, best[name], args.hinted,
+                  args.scaled), flush=True)
 
 
 if __name__ == "__main__":
