@@ -136,7 +136,8 @@ def _broken_uses(flat: Flat, labels: np.ndarray) -> np.ndarray:
 def _descent_scale(flat: Flat, labels: np.ndarray, extra: np.ndarray, w0: float) -> float:
     """The smallest power of two ``s`` up to ``2**SCALE_STEPS`` at which coordinate descent
     from ``labels`` under the penalty ``s * w0 * extra`` keeps the limit (1 where none
-    does)."""
+    does), found by bisection over the exponents as if a larger penalty always kept it
+    where a smaller one did."""
     lo, hi = 0, SCALE_STEPS + 1
     while lo < hi:
         mid = (lo + hi) // 2

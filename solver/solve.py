@@ -440,8 +440,8 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
     """``start``, or the cheapest answer of toulbar2 with bisected memory penalties:
     with ``workers`` of 2 or more (the solve's ``num_workers``), two searches with the
     same rounds, one as it comes and one whose toulbar2 dives are hinted by the cheapest
-    answer known (``start`` first) and whose weights start at the descent scale
-    (:func:`~solver.penalties.penalty_search`'s ``scaled``), the second in a child
+    answer known (``start`` first) and whose weights start one growth step below the
+    descent scale (:func:`~solver.penalties.penalty_search`'s ``scaled``), the second in a child
     process on the other core (toulbar2 uses one); with one worker, the first alone. The
     rounds end when ``work`` runs out: the first search spends it, the second, beside it,
     has a copy of its own. Each helps where the other stalls: at fixed work, contest U
