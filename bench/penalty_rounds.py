@@ -50,8 +50,7 @@ def row(name: str, rounds: int, backtracks: int, heuristic_s: float, best: int,
     began = time.process_time()
     narrow = fixed_problem(core, nodes, guess.labels) if len(nodes) < core.num_nodes else core
     hint = tuple(guess.labels[v] for v in nodes) if hinted else None
-    found = penalty_search(narrow, rounds, backtracks, hint=hint,
-                           **({"scaled": True} if scaled else {}))
+    found = penalty_search(narrow, rounds, backtracks, hint=hint, scaled=scaled)
     cpu = time.process_time() - began
     cost = None
     if found is not None:

@@ -639,7 +639,8 @@ def _in_place_descent(module: Module, compiled: Compiled, start: tuple[int, ...]
 
 
 def _in_place_moves(compiled: Compiled, entry: Computation, scored: ScoreResult,
-                    labels: tuple[int, ...], base: int):
+                    labels: tuple[int, ...], base: int
+                    ) -> Iterator[tuple[tuple[int, ...], int]]:
     """The descent's moves from ``labels`` (layout cost ``base``), in order: ``(trial
     labels, their layout cost)`` for each free node of an op that writes over an operand and
     each label it may take, left out a short minor dim and a rise in layout cost as large as

@@ -64,6 +64,27 @@ def test_the_descent_scale_is_the_first_power_of_two_whose_descent_keeps_the_lim
     assert _descent_scale(Flat(stuck), np.array([0]), extra, 1e-9) == 1.0
 
 
+@pytest.mark.parametrize(("scaled", "row"), [(False, [10, 0]), (True, [20, 0])])
+def test_the_scaled_search_starts_one_growth_step_below_the_descent_scale(monkeypatch, scaled,
+                                                                         row) -> None:
+    # The one-node problem above: round 1 (no penalty) takes label 0 and breaks the limit;
+    # w0 = 10 / 9, so round 2's penalty row is w0 * [9, 0] = [10, 0]. Scaled, w0 is first
+    # multiplied by the descent scale 16 over GROWTH 8: [20, 0].
+    import solver.penalties as penalties
+
+    rows = []
+    solve = penalties.solve_wcsp
+
+    def recorded(problem, extra, **kwargs):
+        rows.append([int(x) for r in extra for x in r])
+        return solve(problem, extra, **kwargs)
+
+    monkeypatch.setattr(penalties, "solve_wcsp", recorded)
+    problem = make_problem([[10, 100]], memory=[(0, 0, 1, [10, 1])], memory_limit=5)
+    assert penalty_search(problem, rounds=2, scaled=scaled) == ((1,), 100)
+    assert rows == [[0, 0], row]
+
+
 @pytest.mark.parametrize("hinted", [False, True])
 def test_answers_keep_the_limit_and_are_often_optimal(hinted: bool) -> None:
     # The hint, where given: an answer that keeps the limit (every node on its smallest
