@@ -82,11 +82,16 @@ _ALTERNATE_PATIENCE = 20
 class DualBound:
     """A bound with how it was reached: ``sweeps`` forward-backward sweeps done,
     ``stopped`` = why it ended (``"sweeps"``, ``"time"``, ``"converged"``,
-    ``"target"``, ``"infeasible"``, ``"trivial"``: nothing to iterate on)."""
+    ``"target"``, ``"infeasible"``, ``"trivial"``: nothing to iterate on).
+    ``prices``: with memory multipliers, per memory use of the problem (in the
+    order of ``problem.memory``), the cost per byte the multipliers of the bound
+    put on it (the sum of the multipliers of the checks it is live at, in the
+    problem's cost units; float); else ``None``."""
 
     value: int
     sweeps: int
     stopped: str
+    prices: tuple[float, ...] | None = None
 
 
 def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None,
@@ -134,9 +139,11 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
     rows = MemoryRows.build(problem, live, layout.unary_start()) if memory else None
     if rows is None:
         value, done, stopped = _ascend(layout, sweeps, deadline, target)
-    else:
-        value, done, stopped = _ascend_with_memory(layout, rows, sweeps, deadline, target)
-    return DualBound(max(trivial, min(value, FORBIDDEN)), done, stopped)
+        return DualBound(max(trivial, min(value, FORBIDDEN)), done, stopped)
+    value, done, stopped, q = _ascend_with_memory(layout, rows, sweeps, deadline, target)
+    prefix = np.concatenate([[0.0], np.cumsum(q)])
+    prices = prefix[rows.last] - prefix[rows.first]
+    return DualBound(max(trivial, min(value, FORBIDDEN)), done, stopped, tuple(prices.tolist()))
 
 
 def _ascend(layout: _Layout, sweeps: int | None, deadline: float, target: int | None
@@ -162,8 +169,9 @@ def _ascend(layout: _Layout, sweeps: int | None, deadline: float, target: int | 
 
 
 def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, deadline: float,
-                        target: int | None) -> tuple[int, int, str]:
-    """Two stages on the memory multipliers, the better point certified.
+                        target: int | None) -> tuple[int, int, str, np.ndarray]:
+    """Two stages on the memory multipliers, the better point certified: (bound,
+    sweeps, why stopped, that point's multipliers per check in the problem's units).
 
     First (half the sweeps, or half the time) TRW-S sweeps interleaved with
     projected subgradient steps (:func:`_subgradient`); then, from its best
@@ -186,17 +194,19 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
         q, messages, done, stopped = _alternate(scaled, base, rows, np.zeros(rows.checks),
                                                 np.zeros(scaled.slots), sweeps, deadline, goal,
                                                 exact=True)
-        return _certified(scaled, base, rows, q, messages, factor), done, stopped
+        return _certified(scaled, base, rows, q, messages, factor), done, stopped, q / factor
     first = None if sweeps is None else math.ceil(_SUBGRADIENT_SHARE * sweeps)
     middle = time.perf_counter() + _SUBGRADIENT_SHARE * max(0.0, deadline - time.perf_counter())
     q, messages, done, stopped = _subgradient(scaled, base, rows, first, middle, goal, factor)
     best = _certified(scaled, base, rows, q, messages, factor)
     rest = None if sweeps is None else sweeps - done
     if stopped == "target" or rest == 0 or time.perf_counter() >= deadline:
-        return best, done, stopped if time.perf_counter() < deadline else "time"
+        return best, done, stopped if time.perf_counter() < deadline else "time", q / factor
+    first_q = q
     q, messages, more, stopped = _alternate(scaled, base, rows, q, messages.copy(), rest,
                                             deadline, goal)
-    return max(best, _certified(scaled, base, rows, q, messages, factor)), done + more, stopped
+    second = _certified(scaled, base, rows, q, messages, factor)
+    return max(best, second), done + more, stopped, (q if second >= best else first_q) / factor
 
 
 def _penalized(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray) -> _Layout:

@@ -108,8 +108,12 @@ class Flat:
     def penalty(self, price: np.ndarray) -> np.ndarray:
         """Per flat label: its usage times the summed price of the segments it is live in."""
         total = np.concatenate([[0.0], np.cumsum(price)])
-        per_use = total[self.u_hi] - total[self.u_lo]
-        weights = self.u_usage * np.repeat(per_use, np.diff(self.u_off))
+        return self.penalty_per_use(total[self.u_hi] - total[self.u_lo])
+
+    def penalty_per_use(self, price: np.ndarray) -> np.ndarray:
+        """Per flat label: its usage on each use times that use's ``price`` (one per use
+        of this view, the problem's uses that are live at all), summed."""
+        weights = self.u_usage * np.repeat(price, np.diff(self.u_off))
         return np.bincount(self.u_pos, weights=weights, minlength=self.size)
 
     # -- costs --------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Memory as per-node penalties on toulbar2's weighted CSP, weights found by bisection.
+"""Memory as penalties on toulbar2's weighted CSP: per-node weights, or prices times a
+scale, found by bisection.
 
 Without its memory rule the problem is a weighted CSP that toulbar2 solves well
 (:mod:`solver.wcsp`). The rule comes back as a penalty per node and label,
@@ -32,6 +33,16 @@ With a ``hint`` (a known answer that keeps the limit), every round's toulbar2 se
 has its value ordering set to the cheapest answer known so far (the hint until a
 round finds a cheaper one): with the small backtrack budgets used here a round's
 answer is mostly toulbar2's first dive, and the hint moves where that dive goes.
+
+:func:`price_search` puts the rule there as prices instead: the memory multipliers of
+the dual bound (:class:`~solver.dual_bound.DualBound`'s ``prices``: per use, the cost
+per byte, the sum of the multipliers of the times it is live at) times one scale for
+all. The multipliers say where memory is tight in the LP relaxation, not how much an
+integral answer must pay for it: toulbar2's answers keep the limit only at 4 to 32
+times them on the contest cores. So the scale is bisected, geometrically, between one
+whose answer broke the limit and one whose answer kept it. On contest core T the third
+round's answer (scale 32) costs 0.98 of the best published, where the per-node rounds
+stall at 1.10 (BENCHMARKS.md, Solver core).
 
 Every answer becomes a candidate: answers over the limit are first repaired
 (smaller usages, cheapest cost per byte saved, :meth:`~solver.flat.Flat.repair`),
@@ -80,6 +91,14 @@ MAX_PENALTY = 10**13
 GROWTH = 8.0
 #: The largest power of two the descent scale (``scaled``) tries.
 SCALE_STEPS = 24
+#: :func:`price_search`'s first scale and how fast it moves while only one end is known.
+#: Its first PRICE_LEAST_ROUNDS rounds run whatever the planned work says (the deadline
+#: still cuts them): the scale needs them to reach the limit from both sides (contest
+#: cores T and R: 0.98 and 1.03 of the best published at the third, where the first two
+#: break the limit and cost 1.14 and 1.17 repaired).
+PRICE_SCALE = 8.0
+PRICE_GROWTH = 2.0
+PRICE_LEAST_ROUNDS = 3
 #: A round's estimated seconds, per table entry: ENTRY_SECONDS (toulbar2 building and
 #: preprocessing the model, the repair and polish of its answer) plus
 #: ENTRY_BACKTRACK_SECONDS per backtrack of its search. Fitted on contest cores K, M, N
@@ -121,8 +140,7 @@ class _Weights:
 
 def _hot_extra(flat: Flat, hot: np.ndarray) -> np.ndarray:
     """Per flat label: its usage on the node's hot uses above the node's smallest."""
-    weights = flat.u_usage * np.repeat(hot, np.diff(flat.u_off))
-    total = np.bincount(flat.u_pos, weights=weights, minlength=flat.size)
+    total = flat.penalty_per_use(hot.astype(np.float64))
     return total - np.repeat(np.minimum.reduceat(total, flat.off[:-1]), flat.k)
 
 
@@ -168,25 +186,116 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
     ``None`` when none was found. ``problem`` must have no ties (the
     reduced problems of :mod:`solver.reductions` have none). ``hint`` and ``scaled``:
     see the module docstring (the hint is not itself an answer of the search)."""
-    if problem.ties:
-        raise ProblemError("penalty search needs a problem without ties (merge them first)")
+    _check_untied(problem)
     if problem.num_nodes == 0:
         return None
     flat = Flat(problem)
-    weights = _Weights(flat.n)
-    hot = np.zeros(len(flat.u_node), bool)
-    extra = np.zeros(flat.size)
-    best, best_cost, w0 = None, np.inf, None
+    return _rounds(problem, flat, _NodePenalties(flat, scaled), rounds, backtracks,
+                   deadline, hint, work)
+
+
+def price_search(problem: Problem, prices: np.ndarray, rounds: int = ROUNDS,
+                 backtracks: int = BACKTRACKS, deadline: float | None = None,
+                 work: Plan | None = None, scale: float = PRICE_SCALE
+                 ) -> tuple[tuple[int, ...], int] | None:
+    """:func:`penalty_search` with one price per memory use instead of per-node
+    weights: ``prices[i]`` is the cost per byte of ``problem.memory[i]`` (the memory
+    multipliers of a dual bound, :class:`~solver.dual_bound.DualBound`'s ``prices``),
+    and every round's penalty is ``scale`` times the priced usage of each label. The
+    scale is bisected geometrically between one whose toulbar2 answer broke the limit
+    and one whose answer kept it, from ``scale`` (times or divided by PRICE_GROWTH
+    while only one end is known); at least PRICE_LEAST_ROUNDS rounds run (of
+    ``rounds``) whatever ``work`` has left."""
+    _check_untied(problem)
+    if problem.num_nodes == 0:
+        return None
+    if len(prices) != len(problem.memory):
+        raise ProblemError(f"prices: {len(prices)} for {len(problem.memory)} memory uses")
+    flat = Flat(problem)
+    kept = np.array([use.start < use.end for use in problem.memory], bool)
+    return _rounds(problem, flat, _ScaledPrices(flat, np.asarray(prices, float)[kept], scale),
+                   rounds, backtracks, deadline, None, work, PRICE_LEAST_ROUNDS)
+
+
+def _check_untied(problem: Problem) -> None:
+    if problem.ties:
+        raise ProblemError("penalty search needs a problem without ties (merge them first)")
+
+
+class _NodePenalties:
+    """Per-node weights on the usage of hot uses, bisected per node (the module docstring)."""
+
+    def __init__(self, flat: Flat, scaled: bool) -> None:
+        self.flat, self.scaled = flat, scaled
+        self.weights = _Weights(flat.n)
+        self.hot = np.zeros(len(flat.u_node), bool)
+        self.extra = np.zeros(flat.size)
+        self.w0: float | None = None
+
+    def first(self) -> np.ndarray:
+        return np.zeros(self.flat.size)
+
+    def after(self, labels: np.ndarray) -> np.ndarray:
+        """The next round's penalty per flat label, given this round's answer."""
+        flat = self.flat
+        broken = _broken_uses(flat, labels)
+        if (broken & ~self.hot).any():
+            self.hot |= broken
+            self.extra = _hot_extra(flat, self.hot)
+        if self.w0 is None:
+            # The first weight makes the answer's penalty as large as its cost.
+            w0 = flat.cost(labels) / max(1.0, float(self.extra[flat.off[:-1] + labels].sum()))
+            if self.scaled:
+                w0 *= max(1.0, _descent_scale(flat, labels, self.extra, w0) / GROWTH)
+            self.w0 = w0
+        broke = np.zeros(flat.n, bool)
+        broke[flat.u_node[broken]] = True
+        self.weights.update(broke, self.w0)
+        return np.repeat(self.weights.w, flat.k) * self.extra
+
+
+class _ScaledPrices:
+    """Priced usage times a scale bisected between breaking and keeping the limit."""
+
+    def __init__(self, flat: Flat, prices: np.ndarray, scale: float) -> None:
+        self.flat = flat
+        self.priced = flat.penalty_per_use(prices)
+        self.scale, self.lo, self.hi = scale, 0.0, np.inf
+
+    def first(self) -> np.ndarray:
+        return self.scale * self.priced
+
+    def after(self, labels: np.ndarray) -> np.ndarray:
+        if self.flat.fits(labels):
+            self.hi = self.scale
+        else:
+            self.lo = self.scale
+        if self.lo > 0 and self.hi < np.inf:
+            self.scale = float(np.sqrt(self.lo * self.hi))
+        else:
+            self.scale = self.scale * PRICE_GROWTH if self.lo > 0 else self.scale / PRICE_GROWTH
+        return self.scale * self.priced
+
+
+def _rounds(problem: Problem, flat: Flat, penalties: _NodePenalties | _ScaledPrices,
+            rounds: int, backtracks: int, deadline: float | None,
+            hint: Sequence[int] | None, work: Plan | None, least: int = 1
+            ) -> tuple[tuple[int, ...], int] | None:
+    """The rounds both searches share: toulbar2 under each round's penalty, every
+    answer a candidate, the next penalty from ``penalties``; the first ``least`` of
+    them whatever ``work`` has left."""
+    best, best_cost = None, np.inf
     guide, guide_cost = (None, np.inf) if hint is None else (list(hint), flat.cost(np.array(hint)))
     entries = table_entries(problem)
     began, last, estimate = time.perf_counter(), 0.0, 0.0
-    for _ in range(rounds):
-        if work is not None and estimate > work.left():
+    penalty = penalties.first()
+    for done in range(rounds):
+        if work is not None and done >= least and estimate > work.left():
             break  # the round would overrun the plan if it cost as much as the last
         if deadline is not None and began + last > deadline:
             break  # the round would end past the deadline if it took as long as the last
-        penalty = np.minimum(np.repeat(weights.w, flat.k) * extra, MAX_PENALTY)
-        rows = np.split(np.rint(penalty).astype(np.int64), flat.off[1:-1])
+        rows = np.split(np.rint(np.minimum(penalty, MAX_PENALTY)).astype(np.int64),
+                        flat.off[1:-1])
         # The deadline also bounds toulbar2's own search (CPU seconds), as a safety net.
         seconds = 0 if deadline is None else max(1, int(deadline - time.perf_counter()))
         found = solve_wcsp(problem, rows, backtracks=backtracks, seconds=seconds, hint=guide)
@@ -203,18 +312,7 @@ def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BAC
                 guide, guide_cost = best.tolist(), best_cost
         if not flat.limited:
             break  # nothing to penalise: the first answer is toulbar2's best
-        broken = _broken_uses(flat, labels)
-        if (broken & ~hot).any():
-            hot |= broken
-            extra = _hot_extra(flat, hot)
-        if w0 is None:
-            # The first weight makes the answer's penalty as large as its cost.
-            w0 = flat.cost(labels) / max(1.0, float(extra[flat.off[:-1] + labels].sum()))
-            if scaled:
-                w0 *= max(1.0, _descent_scale(flat, labels, extra, w0) / GROWTH)
-        broke = np.zeros(flat.n, bool)
-        broke[flat.u_node[broken]] = True
-        weights.update(broke, w0)
+        penalty = penalties.after(labels)
         last, began = time.perf_counter() - began, time.perf_counter()
     return None if best is None else _checked(problem, flat, best, deadline)
 

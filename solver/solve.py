@@ -12,15 +12,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from solver import cpsat, lns
 from solver.anneal import anneal
 from solver.beside import NotBeside, beside
-from solver.dual_bound import dual_bound
+from solver.dual_bound import dual_bound, dual_bound_detail
 from solver.errors import BuildTimeout, ProblemError, SolveError
 from solver.heuristics import heuristic
 from solver.laps import Laps
 from solver.options import SolveOptions
-from solver.penalties import penalty_search, table_entries
+from solver.penalties import PRICE_SCALE, penalty_search, price_search, table_entries
 from solver.plan import Plan
 from solver.progress import SearchCallback
 from solver.problem import (
@@ -146,6 +148,21 @@ PENALTY_SEARCH = 300_000_000
 PENALTY_MIN_BACKTRACKS, PENALTY_MAX_BACKTRACKS = 100, 2_000
 PENALTY_SHARE = 0.9
 PENALTY_WORK_SHARE = 0.7
+#: The priced search's dual bound: as many sweeps as fit in PRICE_DUAL_SECONDS, each
+#: estimated at PRICE_SWEEP_SECONDS per table entry (contest cores T, N: 2.8e-8 and
+#: 2.3e-8 on 2026-11-29, rounded up), at most PRICE_SWEEPS (N and M converge in 220),
+#: within PRICE_DUAL_SHARE of the penalty searches' time left (a safety net). Its
+#: multipliers ripen slowly: on N the priced answers cost 1.12 of the best published
+#: after 120 sweeps, 1.04 after 220.
+PRICE_DUAL_SECONDS = 20.0
+PRICE_SWEEPS = 240
+#: On cores above PENALTY_LARGE_ENTRIES the search beside the priced one is the priced
+#: search again, its scales PRICE_OFFSET times the first's (half a growth step between):
+#: there a round takes 5-7 s and only three fit, and which scale's answer is cheap
+#: varies from core to core (contest R, T).
+PRICE_OFFSET = 2**0.5
+PRICE_SWEEP_SECONDS = 3e-8
+PRICE_DUAL_SHARE = 0.6
 #: The heuristic (:func:`solver.heuristics.heuristic`) does as many price rounds as fit,
 #: at most HEURISTIC_ROUNDS, each estimated at HEURISTIC_ROUND_SECONDS per node (contest
 #: cores R and T, 10k and 16k nodes: 1.15 and 1.85 s a round on 2026-11-27), in its
@@ -389,13 +406,16 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
     if core.num_nodes == 0:
         return Search(start, 0, Status.OPTIMAL, first_ms)
     penalties = plan.part(PENALTY_WORK_SHARE * options.time_limit)
+    bound = None
     if start is not None and _penalised(core):
-        start = _penalty_searched(core, start, deadline, laps, options.num_workers, penalties)
+        start, bound = _penalty_searched(core, start, deadline, laps, options.num_workers,
+                                         penalties)
     elif start is not None and not _modelled_whole(core, options):
         start = _narrowed_penalty_searched(core, start, deadline, laps, options.num_workers,
                                            penalties)
     if start is not None and not _modelled_whole(core, options):
-        return _window_search(core, start, first_ms, options, deadline, laps, plan, report)
+        return _window_search(core, start, first_ms, options, deadline, laps, plan, report,
+                              bound)
     if model is None and not _modelled_whole(core, options):
         # Too large to model in time, but no start for the windows either.
         model = _build_in_time(core, deadline)
@@ -418,7 +438,10 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
     if start is not None:
         cpsat.add_hint(model, start.labels)
         laps.lap("add-hint")
-    return _model_search(core, model, start, first_ms, options, deadline, laps, plan, report)
+    found = _model_search(core, model, start, first_ms, options, deadline, laps, plan, report)
+    if bound is None or found.best is None or (found.bound is not None and found.bound >= bound):
+        return found
+    return replace(found, bound=bound, status=_status(bound, found.best.cost))
 
 
 def _anneals(core: Problem) -> bool:
@@ -436,39 +459,67 @@ def _penalised(core: Problem) -> bool:
 
 
 def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
-                      workers: int = 2, work: Plan | None = None) -> Answer:
-    """``start``, or the cheapest answer of toulbar2 with bisected memory penalties:
-    with ``workers`` of 2 or more (the solve's ``num_workers``), two searches with the
-    same rounds, one as it comes and one whose toulbar2 dives are hinted by the cheapest
-    answer known (``start`` first) and whose weights start one growth step below the
-    descent scale (:func:`~solver.penalties.penalty_search`'s ``scaled``), the second in a child
-    process on the other core (toulbar2 uses one); with one worker, the first alone. The
-    rounds end when ``work`` runs out: the first search spends it, the second, beside it,
-    has a copy of its own. Each helps where the other stalls: at fixed work, contest U
-    1.123 -> 1.031 of the best published with the hint, K 1.021 -> 1.294 and N 1.059 ->
-    1.089 with it; the scaled start, U 1.135 -> 1.085, S 1.069 -> 1.078 (BENCHMARKS.md).
-    On equal costs the unhinted answer is kept."""
+                      workers: int = 2, work: Plan | None = None) -> tuple[Answer, int | None]:
+    """``start``, or the cheapest answer of toulbar2 with memory penalties, and a lower
+    bound on ``core`` found on the way (``None`` when none was). The priced search
+    (:func:`_priced`): the dual bound with memory multipliers, then toulbar2 with those
+    multipliers as prices on the memory, times a bisected scale; and with ``workers`` of
+    2 or more (the solve's ``num_workers``) a second search beside it, in a child process
+    on the other core (toulbar2 uses one), with the same work (the first spends
+    ``work``, the second a copy of it): toulbar2 with bisected per-node penalties
+    (:func:`~solver.penalties.penalty_search`), or on cores above PENALTY_LARGE_ENTRIES
+    the priced search again with its scales PRICE_OFFSET times the first's. Each helps
+    where the other stalls: at 60 s, contest T and R 0.98 and 1.03 of the best published
+    priced where the per-node rounds stall at 1.10; M 1.024 per-node, 1.061 priced
+    (BENCHMARKS.md). On equal costs the first search's answer is kept."""
     entries = max(1, table_entries(core))
     backtracks = min(PENALTY_MAX_BACKTRACKS,
                      max(PENALTY_MIN_BACKTRACKS, PENALTY_SEARCH // entries))
     cut = time.perf_counter() + PENALTY_SHARE * max(0.0, deadline - time.perf_counter())
     rounds = PENALTY_ROUNDS if entries <= PENALTY_LARGE_ENTRIES else PENALTY_LARGE_ROUNDS
     own = None if work is None else Plan(work.left())
-    hinted = None if workers < 2 else beside(
-        lambda: penalty_search(core, rounds, backtracks, deadline=cut, hint=start.labels,
-                               work=own, scaled=True))
-    found = [penalty_search(core, rounds, backtracks, deadline=cut, work=work)]
-    if hinted is not None:
+    if entries > PENALTY_LARGE_ENTRIES:
+        def second() -> tuple[tuple[int, ...], int] | None:
+            return _priced(core, rounds, backtracks, cut, own, PRICE_OFFSET * PRICE_SCALE)[0]
+    else:
+        def second() -> tuple[tuple[int, ...], int] | None:
+            return penalty_search(core, rounds, backtracks, deadline=cut, work=own)
+    other = None if workers < 2 else beside(second)
+    first, bound = _priced(core, rounds, backtracks, cut, work, PRICE_SCALE)
+    found = [first]
+    if other is not None:
         try:
-            found.append(hinted.result())
+            found.append(other.result())
         except NotBeside:
-            pass  # the child died: the unhinted search's answer stands
+            pass  # the child died: the first search's answer stands
     laps.lap("penalties")
     for labels, _ in sorted((f for f in found if f is not None), key=lambda f: f[1]):
         answer = _feasible(core, labels)
         if answer is not None:
-            return answer if answer.cost < start.cost else start
-    return start
+            return (answer if answer.cost < start.cost else start), bound
+    return start, bound
+
+
+def _priced(core: Problem, rounds: int, backtracks: int, cut: float, work: Plan | None,
+            scale: float) -> tuple[tuple[tuple[int, ...], int] | None, int | None]:
+    """The priced search's answer (or ``None``) and its dual bound (``None`` without
+    memory multipliers): the dual bound of :func:`_price_sweeps` sweeps, then
+    :func:`~solver.penalties.price_search` on its multipliers from ``scale``; both spend
+    their estimates in ``work``."""
+    entries = max(1, table_entries(core))
+    dual = dual_bound_detail(core, PRICE_DUAL_SHARE * max(0.0, cut - time.perf_counter()),
+                             sweeps=_price_sweeps(entries))
+    if work is not None:
+        work.spend(PRICE_SWEEP_SECONDS * entries * dual.sweeps)
+    if dual.prices is None:
+        return None, None
+    return price_search(core, np.array(dual.prices), rounds, backtracks, deadline=cut,
+                        work=work, scale=scale), dual.value
+
+
+def _price_sweeps(entries: int) -> int:
+    """The priced search's dual bound's sweeps on a core of ``entries`` table entries."""
+    return max(1, min(PRICE_SWEEPS, int(PRICE_DUAL_SECONDS / (PRICE_SWEEP_SECONDS * entries))))
 
 
 def _wide(core: Problem) -> bool:
@@ -488,8 +539,8 @@ def _narrowed_penalty_searched(core: Problem, start: Answer, deadline: float, la
     narrow = lns.fixed_problem(core, nodes, start.labels)
     if not _penalised(narrow):
         return start
-    found = _penalty_searched(narrow, Answer(tuple(start.labels[v] for v in nodes), BAD_COST),
-                              deadline, laps, workers, work)
+    found, _ = _penalty_searched(narrow, Answer(tuple(start.labels[v] for v in nodes), BAD_COST),
+                                 deadline, laps, workers, work)
     if found.cost == BAD_COST:
         return start
     labels = list(start.labels)
@@ -550,14 +601,14 @@ def _no_worse(core: Problem, start: Answer, improved: Sequence[int], what: str) 
 
 def _window_search(core: Problem, start: Answer, first_ms: float | None,
                    options: SolveOptions, deadline: float, laps: Laps, plan: Plan,
-                   report: SearchCallback | None = None) -> Search:
+                   report: SearchCallback | None = None, known: int | None = None) -> Search:
     """CP-SAT on windows of the reduced problem, the rest fixed (:mod:`solver.lns`): in
     the reproducible mode as many as the plan has room for at WINDOW_SECONDS each (at
     most WINDOWS), else until the time kept for the bound. The windows prove nothing,
     so the time left then goes to a real bound, at least DUAL_BOUND_SHARE of the time
     left before the windows (at most DUAL_BOUND_SECONDS): the LP dual with memory
-    multipliers (:mod:`solver.dual_bound`). When it meets the answer, the answer is
-    optimal."""
+    multipliers (:mod:`solver.dual_bound`), or ``known`` (a bound found before) when
+    that is higher. When it meets the answer, the answer is optimal."""
     keep = min(DUAL_BOUND_SHARE * max(0.0, deadline - time.perf_counter()), DUAL_BOUND_SECONDS)
     windows = plan.fitting(WINDOW_SECONDS, WINDOWS) if options.deterministic else None
     improved, solved = lns.improve(core, start.labels, deadline - keep, options,
@@ -566,7 +617,8 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
     answer = _no_worse(core, start, improved, "window search")
     laps.lap("window-search")
     seconds = max(0.0, deadline - time.perf_counter())
-    bound = max(trivial_bound(core), dual_bound(core, seconds, target=answer.cost))
+    bound = max(trivial_bound(core), dual_bound(core, seconds, target=answer.cost),
+                known or 0)
     laps.lap("dual-bound")
     if report is not None:
         report(answer.cost, min(bound, answer.cost))

@@ -89,6 +89,26 @@ def test_memory_multipliers() -> None:
 
 
 @pytest.mark.parametrize("exact", [True, False])
+def test_memory_multipliers_as_prices_per_use(exact: bool,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # The problem above with a third use live at no check (start = end). The memory rows
+    # are checked at the uses' starts, times 0 and 1; only time 1 binds (10 bytes, limit
+    # 5). The dual function is 2 * min(5 mu, 10) - 5 mu there: its best multiplier is
+    # mu = 2 (bound 10), at time 0 it is 0. Use 0 is live at both checks, use 1 at time 1,
+    # use 2 at none: prices 2, 2 and 0 per byte.
+    if not exact:
+        monkeypatch.setattr(solver.dual_bound, "EXACT_ENTRIES", -1)
+    problem = make_problem([[0, 10], [0, 10]],
+                           memory=[(0, 0, 2, [5, 0]), (1, 1, 3, [5, 0]), (0, 5, 5, [3, 0])],
+                           memory_limit=5)
+    detail = dual_bound_detail(problem, 30.0, sweeps=200)
+    assert detail.value == 10
+    assert detail.prices == pytest.approx((2.0, 2.0, 0.0), abs=1e-6)
+    # Without the memory rule there are no multipliers.
+    assert dual_bound_detail(problem, 30.0, sweeps=200, memory=False).prices is None
+
+
+@pytest.mark.parametrize("exact", [True, False])
 @pytest.mark.parametrize("block", range(2))
 def test_both_multiplier_stages_below_the_optimum(block: int, exact: bool,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:

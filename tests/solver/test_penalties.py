@@ -11,7 +11,11 @@ from test_reductions import build
 
 from solver.errors import ProblemError
 from solver.flat import Flat
-from solver.penalties import GROWTH, _descent_scale, _Weights, penalty_search
+from solver.dual_bound import dual_bound_detail
+from solver.penalties import (GROWTH, PRICE_GROWTH, PRICE_LEAST_ROUNDS,
+                              _descent_scale, _ScaledPrices, _Weights, penalty_search,
+                              price_search)
+from solver.plan import Plan
 from solver.problem import make_problem
 
 
@@ -110,6 +114,89 @@ def test_answers_keep_the_limit_and_are_often_optimal(hinted: bool) -> None:
     assert optimal >= 0.6 * tried
 
 
+class _Fits:
+    """A stand-in for a flat view: whether labels keep the limit follows a script."""
+
+    def __init__(self, answers: list[bool]) -> None:
+        self.answers = answers
+        self.size = 2
+
+    def fits(self, labels: np.ndarray) -> bool:
+        return self.answers.pop(0)
+
+    def penalty_per_use(self, prices: np.ndarray) -> np.ndarray:
+        return np.array([1.0, 0.0])
+
+
+@pytest.mark.parametrize(("fits", "scales"), [
+    # Breaks twice (growth to 2, 4), keeps (the ends 2 and 4: 2**1.5), breaks (the ends
+    # 2**1.5 and 4: 2**1.75).
+    ([False, False, True, False], [2.0, 4.0, 2**1.5, 2**1.75]),
+    # Keeps at once: the scale shrinks while no breaking one is known, then bisects.
+    ([True, False], [1 / 2, 2**-0.5]),
+])
+def test_the_price_scale_grows_or_shrinks_then_bisects_geometrically(fits, scales) -> None:
+    # Scales in units of the first (3.0), worked by hand for PRICE_GROWTH 2.
+    prices = _ScaledPrices(_Fits(fits), np.ones(1), 3.0)  # type: ignore[arg-type]
+    assert prices.first()[0] == 3.0
+    assert PRICE_GROWTH == 2.0
+    for want in scales:
+        assert prices.after(np.zeros(1, np.int64))[0] == pytest.approx(want * 3.0)
+
+
+def test_priced_answers_keep_the_limit_and_are_often_optimal() -> None:
+    # The prices: the memory multipliers of the dual bound on the same problem.
+    tried = optimal = 0
+    for seed in range(50):
+        rng = np.random.default_rng(6700 + seed)
+        raw = _binding_raw(rng)
+        want = None if raw is None else brute_force(raw)
+        if want is None:
+            continue
+        problem = build(raw)
+        prices = dual_bound_detail(problem, 30.0, sweeps=40).prices
+        assert prices is not None and len(prices) == len(problem.memory)
+        got = price_search(problem, np.array(prices), rounds=8)
+        assert got == price_search(problem, np.array(prices), rounds=8), f"seed {seed}"
+        tried += 1
+        if got is None:
+            continue
+        labels, cost = got
+        assert cost_of(raw, labels) == cost >= want[0], f"seed {seed}"
+        optimal += cost == want[0]
+    assert tried >= 20
+    assert optimal >= 0.6 * tried
+
+
+def test_the_first_price_rounds_run_whatever_the_work_left(monkeypatch) -> None:
+    # With no planned work left the per-node search runs its first round only; the
+    # priced search its first PRICE_LEAST_ROUNDS. The problem of the test below with an
+    # edge of zeros: a round's estimate counts table entries, and no round ends early.
+    import solver.penalties as penalties
+
+    calls = []
+    solve = penalties.solve_wcsp
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(penalties, "solve_wcsp", counted)
+    problem = make_problem([[0, 5], [0, 3]], [(0, 1, [[0, 0], [0, 0]])],
+                           memory=[(0, 0, 2, [10, 1]), (1, 1, 3, [10, 1])], memory_limit=15)
+    assert penalty_search(problem, rounds=6) is not None
+    assert len(calls) == 6
+    calls.clear()
+    assert penalty_search(problem, rounds=6, work=Plan(0.0)) is not None
+    assert len(calls) == 1
+    calls.clear()
+    got = price_search(problem, np.array([1.0, 1.0]), rounds=6, work=Plan(0.0))
+    assert len(calls) == PRICE_LEAST_ROUNDS == 3
+    assert got is not None and got[1] in (3, 5)  # either node on its small label
+    with pytest.raises(ProblemError, match="prices"):
+        price_search(problem, np.array([1.0]))
+
+
 def test_the_limit_moves_the_answer() -> None:
     # Memory-free, both nodes take label 0 (cost 0) but use 10 bytes each at once;
     # the limit 15 leaves room for one: the cheapest way is node 1 to label 1.
@@ -133,9 +220,10 @@ def test_same_input_same_answer() -> None:
 
 
 def test_both_searches_the_same_answer_beside_or_in_turn(monkeypatch) -> None:
-    # The hinted search runs in a child process beside the unhinted one; run in turn
-    # in this process instead, the answer is the same, and it is the cheaper of the
-    # two searches' answers (checked against each search run alone).
+    # The per-node search runs in a child process beside the priced one; run in turn in
+    # this process instead, the answer is the same, and it is the cheaper of the two
+    # searches' answers (checked against each search run alone, the priced one on the
+    # multipliers of the dual bound of the planned sweeps, which is the bound returned).
     import time
 
     import solver.solve as solve_module
@@ -152,21 +240,66 @@ def test_both_searches_the_same_answer_beside_or_in_turn(monkeypatch) -> None:
     smallest = tuple(int(np.argmin(usage.get(n, unary))) for n, unary in enumerate(raw.unary))
     start = Answer(smallest, cost_of(raw, smallest))
     assert start.cost is not None
-    forked = _penalty_searched(problem, start, time.perf_counter() + 60, Laps())
+    forked, bound = _penalty_searched(problem, start, time.perf_counter() + 60, Laps())
     monkeypatch.setattr(solve_module, "beside", lambda work: Beside(None, None, (True, work())))
-    in_turn = _penalty_searched(problem, start, time.perf_counter() + 60, Laps())
-    assert forked == in_turn
+    assert _penalty_searched(problem, start, time.perf_counter() + 60, Laps()) == (forked, bound)
     entries = sum(edge.costs.size for edge in problem.edges)
     backtracks = min(solve_module.PENALTY_MAX_BACKTRACKS,
                      max(solve_module.PENALTY_MIN_BACKTRACKS, solve_module.PENALTY_SEARCH // entries))
-    alone = [penalty_search(problem, solve_module.PENALTY_ROUNDS, backtracks, hint=hint,
-                            scaled=hint is not None) for hint in (None, smallest)]
-    cheapest = min([start.cost] + [found[1] for found in alone if found is not None])
+    dual = dual_bound_detail(problem, 60.0, sweeps=solve_module._price_sweeps(entries))
+    assert bound == dual.value and dual.prices is not None
+    priced = price_search(problem, np.array(dual.prices), solve_module.PENALTY_ROUNDS, backtracks)
+    per_node = penalty_search(problem, solve_module.PENALTY_ROUNDS, backtracks)
+    cheapest = min([start.cost] + [found[1] for found in (priced, per_node) if found is not None])
     assert forked.cost == cheapest == cost_of(raw, forked.labels)
-    # With one worker (num_workers=1) no child is started: the unhinted search alone.
+    assert forked.cost >= bound
+    # With one worker (num_workers=1) no child is started: the priced search alone.
     monkeypatch.setattr(solve_module, "beside", None)
-    single = _penalty_searched(problem, start, time.perf_counter() + 60, Laps(), workers=1)
-    assert single.cost == min([start.cost] + ([alone[0][1]] if alone[0] else []))
+    single, _ = _penalty_searched(problem, start, time.perf_counter() + 60, Laps(), workers=1)
+    assert single.cost == min([start.cost] + ([priced[1]] if priced else []))
+
+
+def test_large_cores_get_two_priced_searches_half_a_step_apart(monkeypatch) -> None:
+    # Above PENALTY_LARGE_ENTRIES (here 0: every core) the search beside the priced one
+    # is the priced search again from PRICE_OFFSET times its first scale; the answer is
+    # the cheaper of the two (run in turn here), each checked against a run alone.
+    import time
+
+    import solver.solve as solve_module
+    from solver.beside import Beside
+    from solver.laps import Laps
+    from solver.solve import Answer, _penalty_searched
+
+    monkeypatch.setattr(solve_module, "PENALTY_LARGE_ENTRIES", 0)
+    monkeypatch.setattr(solve_module, "beside", lambda work: Beside(None, None, (True, work())))
+    scales = []
+    priced_search = solve_module.price_search
+
+    def spied(*args, **kwargs):
+        scales.append(kwargs["scale"])
+        return priced_search(*args, **kwargs)
+
+    monkeypatch.setattr(solve_module, "price_search", spied)
+    rng = np.random.default_rng(8)
+    raw = random_raw(rng, nodes=40, max_labels=5, density=0.15, ties=0, forbid=0.0,
+                     forbid_pairs=0.0)
+    raw.limit = 60
+    problem = build(raw)
+    usage = {use[0]: use[3] for use in raw.memory}
+    smallest = tuple(int(np.argmin(usage.get(n, unary))) for n, unary in enumerate(raw.unary))
+    start = Answer(smallest, cost_of(raw, smallest))
+    got, bound = _penalty_searched(problem, start, time.perf_counter() + 60, Laps())
+    first = solve_module.PRICE_SCALE
+    assert sorted(scales) == [first, pytest.approx(solve_module.PRICE_OFFSET * first)]
+    entries = sum(edge.costs.size for edge in problem.edges)
+    backtracks = min(solve_module.PENALTY_MAX_BACKTRACKS,
+                     max(solve_module.PENALTY_MIN_BACKTRACKS, solve_module.PENALTY_SEARCH // entries))
+    prices = np.array(dual_bound_detail(problem, 60.0,
+                                        sweeps=solve_module._price_sweeps(entries)).prices)
+    alone = [priced_search(problem, prices, solve_module.PENALTY_LARGE_ROUNDS, backtracks,
+                           scale=scale) for scale in scales]
+    assert got.cost == min([start.cost] + [f[1] for f in alone if f is not None])
+    assert got.cost == cost_of(raw, got.labels) >= bound
 
 
 def test_ties_are_refused() -> None:

@@ -135,3 +135,40 @@ def test_cpsat_on_a_whole_model_ends_on_a_work_budget(monkeypatch, deterministic
     given.clear()
     solver.solve.solve(problem, SolveOptions(time_limit=10.0, deterministic_time=0.01))
     assert given == [0.01]
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_the_penalty_stage_bound_counts_in_the_answer(monkeypatch, whole) -> None:
+    # The chain above on the penalty path, then the windows (or the whole model). The
+    # bound the priced search's dual bound found comes out as the answer's lower bound
+    # when the later stage's own bound is lower: here that stage's bound is forced to 0
+    # (the end's dual bound, or CP-SAT's reported bound).
+    from solver.dual_bound import dual_bound_detail
+
+    problem = build(chain(40, 3, seed=0))
+    options = SolveOptions(time_limit=3.0, whole_model_labels=10**6 if whole else 10,
+                           num_workers=1, passes=())
+    entries = sum(edge.costs.size for edge in problem.edges)
+    want = dual_bound_detail(problem, 60.0, sweeps=solver.solve._price_sweeps(entries)).value
+    if whole:
+        model_search = solver.solve._model_search
+
+        def unbounded(*args, **kwargs):
+            found = model_search(*args, **kwargs)
+            return solver.solve.Search(found.best, 0, Status.FEASIBLE, found.first_ms)
+
+        monkeypatch.setattr(solver.solve, "_model_search", unbounded)
+    else:
+        monkeypatch.setattr(solver.solve, "dual_bound", lambda *args, **kwargs: 0)
+    got = solver.solve.solve(problem, options)
+    assert "penalties" in dict(got.timings_ms)
+    assert 0 < want == got.lower_bound <= got.objective
+
+
+def test_the_priced_dual_bound_sweeps_fit_its_planned_seconds() -> None:
+    # PRICE_DUAL_SECONDS 20 at PRICE_SWEEP_SECONDS 3e-8 per entry: 5M entries fit
+    # 20 / 0.15 = 133 sweeps; a small core the most, PRICE_SWEEPS; a huge one still one.
+    assert solver.solve.PRICE_DUAL_SECONDS == 20.0 and solver.solve.PRICE_SWEEP_SECONDS == 3e-8
+    assert solver.solve._price_sweeps(5_000_000) == 133
+    assert solver.solve._price_sweeps(1_000) == solver.solve.PRICE_SWEEPS == 240
+    assert solver.solve._price_sweeps(10**12) == 1
