@@ -40,9 +40,10 @@ per byte, the sum of the multipliers of the times it is live at) times one scale
 all. The multipliers say where memory is tight in the LP relaxation, not how much an
 integral answer must pay for it: toulbar2's answers keep the limit only at 4 to 32
 times them on the contest cores. So the scale is bisected, geometrically, between one
-whose answer broke the limit and one whose answer kept it. On contest core T the third
-round's answer (scale 32) costs 0.98 of the best published, where the per-node rounds
-stall at 1.10 (BENCHMARKS.md, Solver core).
+whose answer broke the limit and one whose answer kept it. Which scale's answer is
+cheap varies: on contest cores R and T three rounds from scale 8 end at 1.129 and 1.055
+of the best published, three from 11.3 at 1.069 and 0.964, where the per-node rounds
+stall at 1.10 (``bench/penalty_rounds.py --priced``; BENCHMARKS.md, Solver core).
 
 Every answer becomes a candidate: answers over the limit are first repaired
 (smaller usages, cheapest cost per byte saved, :meth:`~solver.flat.Flat.repair`),
@@ -93,9 +94,9 @@ GROWTH = 8.0
 SCALE_STEPS = 24
 #: :func:`price_search`'s first scale and how fast it moves while only one end is known.
 #: Its first PRICE_LEAST_ROUNDS rounds run whatever the planned work says (the deadline
-#: still cuts them): the scale needs them to reach the limit from both sides (contest
-#: cores T and R: 0.98 and 1.03 of the best published at the third, where the first two
-#: break the limit and cost 1.14 and 1.17 repaired).
+#: still cuts them): the scale needs them to reach the limit (contest core R: scales 8
+#: and 16 break it, their answers repaired cost 1.49 and 1.25 of the best published; 32
+#: keeps it, 1.13), and on the largest cores the plan has room for two.
 PRICE_SCALE = 8.0
 PRICE_GROWTH = 2.0
 PRICE_LEAST_ROUNDS = 3

@@ -156,13 +156,14 @@ PENALTY_WORK_SHARE = 0.7
 #: after 120 sweeps, 1.04 after 220.
 PRICE_DUAL_SECONDS = 20.0
 PRICE_SWEEPS = 240
-#: On cores above PENALTY_LARGE_ENTRIES the search beside the priced one is the priced
-#: search again, its scales PRICE_OFFSET times the first's (half a growth step between):
-#: there a round takes 5-7 s and only three fit, and which scale's answer is cheap
-#: varies from core to core (contest R, T).
-PRICE_OFFSET = 2**0.5
 PRICE_SWEEP_SECONDS = 3e-8
 PRICE_DUAL_SHARE = 0.6
+#: On cores above PENALTY_LARGE_ENTRIES the search beside the priced one is the priced
+#: search again, its scales PRICE_OFFSET times the first's (half a growth step between):
+#: there a round takes 5-7 s, only three fit, and the per-node rounds stall (contest R
+#: and T: 1.113 and 1.104 of the best published), while which scale's answer is cheap
+#: varies from core to core and with the multipliers (BENCHMARKS.md, Solver core).
+PRICE_OFFSET = 2**0.5
 #: The heuristic (:func:`solver.heuristics.heuristic`) does as many price rounds as fit,
 #: at most HEURISTIC_ROUNDS, each estimated at HEURISTIC_ROUND_SECONDS per node (contest
 #: cores R and T, 10k and 16k nodes: 1.15 and 1.85 s a round on 2026-11-27), in its
@@ -469,9 +470,10 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
     ``work``, the second a copy of it): toulbar2 with bisected per-node penalties
     (:func:`~solver.penalties.penalty_search`), or on cores above PENALTY_LARGE_ENTRIES
     the priced search again with its scales PRICE_OFFSET times the first's. Each helps
-    where the other stalls: at 60 s, contest T and R 0.98 and 1.03 of the best published
-    priced where the per-node rounds stall at 1.10; M 1.024 per-node, 1.061 priced
-    (BENCHMARKS.md). On equal costs the first search's answer is kept."""
+    where the other stalls: at 60 s, contest T 1.104 -> 0.962 of the best published and
+    U 1.085 -> 1.031 with the priced search, while M keeps the per-node search's 1.024
+    (priced alone: 1.061; BENCHMARKS.md). On equal costs the first search's answer is
+    kept."""
     entries = max(1, table_entries(core))
     backtracks = min(PENALTY_MAX_BACKTRACKS,
                      max(PENALTY_MIN_BACKTRACKS, PENALTY_SEARCH // entries))
