@@ -89,28 +89,37 @@ def test_the_scaled_search_starts_one_growth_step_below_the_descent_scale(monkey
     assert rows == [[0, 0], row]
 
 
-@pytest.mark.parametrize("hinted", [False, True])
-def test_answers_keep_the_limit_and_are_often_optimal(hinted: bool) -> None:
+@pytest.mark.parametrize(("search", "seeds", "least"), [
+    ("per-node", 6100, 20), ("hinted", 6400, 15), ("priced", 6700, 20)])
+def test_answers_keep_the_limit_and_are_often_optimal(search: str, seeds: int, least: int) -> None:
     # The hint, where given: an answer that keeps the limit (every node on its smallest
-    # usage); the search's answers must keep every rule and the limit either way.
+    # usage); the prices: the memory multipliers of the dual bound on the same problem.
+    # The answers must keep every rule and the limit either way, and be reproducible.
     tried = optimal = 0
     for seed in range(50):
-        rng = np.random.default_rng((6400 if hinted else 6100) + seed)
+        rng = np.random.default_rng(seeds + seed)
         raw = _binding_raw(rng)
         want = None if raw is None else brute_force(raw)
         if want is None:
             continue
-        hint = [int(np.argmin(use[3])) for use in raw.memory] if hinted else None
-        if hint is not None and cost_of(raw, hint) is None:
-            continue
-        got = penalty_search(build(raw), rounds=8, hint=hint, scaled=hinted)
+        problem = build(raw)
+        if search == "priced":
+            prices = dual_bound_detail(problem, 30.0, sweeps=40).prices
+            assert prices is not None and len(prices) == len(problem.memory)
+            got = price_search(problem, np.array(prices), rounds=8)
+            assert got == price_search(problem, np.array(prices), rounds=8), f"seed {seed}"
+        else:
+            hint = [int(np.argmin(use[3])) for use in raw.memory] if search == "hinted" else None
+            if hint is not None and cost_of(raw, hint) is None:
+                continue
+            got = penalty_search(problem, rounds=8, hint=hint, scaled=hint is not None)
         tried += 1
         if got is None:
             continue
         labels, cost = got
         assert cost_of(raw, labels) == cost >= want[0], f"seed {seed}"
         optimal += cost == want[0]
-    assert tried >= (15 if hinted else 20)
+    assert tried >= least
     assert optimal >= 0.6 * tried
 
 
@@ -142,30 +151,6 @@ def test_the_price_scale_grows_or_shrinks_then_bisects_geometrically(fits, scale
     assert PRICE_GROWTH == 2.0
     for want in scales:
         assert prices.after(np.zeros(1, np.int64))[0] == pytest.approx(want * 3.0)
-
-
-def test_priced_answers_keep_the_limit_and_are_often_optimal() -> None:
-    # The prices: the memory multipliers of the dual bound on the same problem.
-    tried = optimal = 0
-    for seed in range(50):
-        rng = np.random.default_rng(6700 + seed)
-        raw = _binding_raw(rng)
-        want = None if raw is None else brute_force(raw)
-        if want is None:
-            continue
-        problem = build(raw)
-        prices = dual_bound_detail(problem, 30.0, sweeps=40).prices
-        assert prices is not None and len(prices) == len(problem.memory)
-        got = price_search(problem, np.array(prices), rounds=8)
-        assert got == price_search(problem, np.array(prices), rounds=8), f"seed {seed}"
-        tried += 1
-        if got is None:
-            continue
-        labels, cost = got
-        assert cost_of(raw, labels) == cost >= want[0], f"seed {seed}"
-        optimal += cost == want[0]
-    assert tried >= 20
-    assert optimal >= 0.6 * tried
 
 
 def test_the_first_price_rounds_run_whatever_the_work_left(monkeypatch) -> None:
@@ -219,6 +204,26 @@ def test_same_input_same_answer() -> None:
     assert penalty_search(problem, rounds=6, backtracks=20, hint=first[0]) == hinted
 
 
+def _searched_case():
+    """A 40-node problem whose limit binds, the start (every node on its smallest usage),
+    and the backtracks and dual sweeps the solve gives the penalty searches on it."""
+    import solver.solve as solve_module
+    from solver.solve import Answer
+
+    rng = np.random.default_rng(8)
+    raw = random_raw(rng, nodes=40, max_labels=5, density=0.15, ties=0, forbid=0.0,
+                     forbid_pairs=0.0)
+    raw.limit = 60
+    problem = build(raw)
+    usage = {use[0]: use[3] for use in raw.memory}
+    smallest = tuple(int(np.argmin(usage.get(n, unary))) for n, unary in enumerate(raw.unary))
+    entries = sum(edge.costs.size for edge in problem.edges)
+    backtracks = min(solve_module.PENALTY_MAX_BACKTRACKS,
+                     max(solve_module.PENALTY_MIN_BACKTRACKS, solve_module.PENALTY_SEARCH // entries))
+    return (raw, problem, Answer(smallest, cost_of(raw, smallest)), backtracks,
+            solve_module._price_sweeps(entries))
+
+
 def test_both_searches_the_same_answer_beside_or_in_turn(monkeypatch) -> None:
     # The per-node search runs in a child process beside the priced one; run in turn in
     # this process instead, the answer is the same, and it is the cheaper of the two
@@ -229,24 +234,14 @@ def test_both_searches_the_same_answer_beside_or_in_turn(monkeypatch) -> None:
     import solver.solve as solve_module
     from solver.beside import Beside
     from solver.laps import Laps
-    from solver.solve import Answer, _penalty_searched
+    from solver.solve import _penalty_searched
 
-    rng = np.random.default_rng(8)
-    raw = random_raw(rng, nodes=40, max_labels=5, density=0.15, ties=0, forbid=0.0,
-                     forbid_pairs=0.0)
-    raw.limit = 60
-    problem = build(raw)
-    usage = {use[0]: use[3] for use in raw.memory}
-    smallest = tuple(int(np.argmin(usage.get(n, unary))) for n, unary in enumerate(raw.unary))
-    start = Answer(smallest, cost_of(raw, smallest))
+    raw, problem, start, backtracks, sweeps = _searched_case()
     assert start.cost is not None
     forked, bound = _penalty_searched(problem, start, time.perf_counter() + 60, Laps())
     monkeypatch.setattr(solve_module, "beside", lambda work: Beside(None, None, (True, work())))
     assert _penalty_searched(problem, start, time.perf_counter() + 60, Laps()) == (forked, bound)
-    entries = sum(edge.costs.size for edge in problem.edges)
-    backtracks = min(solve_module.PENALTY_MAX_BACKTRACKS,
-                     max(solve_module.PENALTY_MIN_BACKTRACKS, solve_module.PENALTY_SEARCH // entries))
-    dual = dual_bound_detail(problem, 60.0, sweeps=solve_module._price_sweeps(entries))
+    dual = dual_bound_detail(problem, 60.0, sweeps=sweeps)
     assert bound == dual.value and dual.prices is not None
     priced = price_search(problem, np.array(dual.prices), solve_module.PENALTY_ROUNDS, backtracks)
     per_node = penalty_search(problem, solve_module.PENALTY_ROUNDS, backtracks)
@@ -268,7 +263,7 @@ def test_large_cores_get_two_priced_searches_half_a_step_apart(monkeypatch) -> N
     import solver.solve as solve_module
     from solver.beside import Beside
     from solver.laps import Laps
-    from solver.solve import Answer, _penalty_searched
+    from solver.solve import _penalty_searched
 
     monkeypatch.setattr(solve_module, "PENALTY_LARGE_ENTRIES", 0)
     monkeypatch.setattr(solve_module, "beside", lambda work: Beside(None, None, (True, work())))
@@ -280,22 +275,11 @@ def test_large_cores_get_two_priced_searches_half_a_step_apart(monkeypatch) -> N
         return priced_search(*args, **kwargs)
 
     monkeypatch.setattr(solve_module, "price_search", spied)
-    rng = np.random.default_rng(8)
-    raw = random_raw(rng, nodes=40, max_labels=5, density=0.15, ties=0, forbid=0.0,
-                     forbid_pairs=0.0)
-    raw.limit = 60
-    problem = build(raw)
-    usage = {use[0]: use[3] for use in raw.memory}
-    smallest = tuple(int(np.argmin(usage.get(n, unary))) for n, unary in enumerate(raw.unary))
-    start = Answer(smallest, cost_of(raw, smallest))
+    raw, problem, start, backtracks, sweeps = _searched_case()
     got, bound = _penalty_searched(problem, start, time.perf_counter() + 60, Laps())
     first = solve_module.PRICE_SCALE
     assert sorted(scales) == [first, pytest.approx(solve_module.PRICE_OFFSET * first)]
-    entries = sum(edge.costs.size for edge in problem.edges)
-    backtracks = min(solve_module.PENALTY_MAX_BACKTRACKS,
-                     max(solve_module.PENALTY_MIN_BACKTRACKS, solve_module.PENALTY_SEARCH // entries))
-    prices = np.array(dual_bound_detail(problem, 60.0,
-                                        sweeps=solve_module._price_sweeps(entries)).prices)
+    prices = np.array(dual_bound_detail(problem, 60.0, sweeps=sweeps).prices)
     alone = [priced_search(problem, prices, solve_module.PENALTY_LARGE_ROUNDS, backtracks,
                            scale=scale) for scale in scales]
     assert got.cost == min([start.cost] + [f[1] for f in alone if f is not None])
