@@ -18,7 +18,7 @@ dual bound's memory multipliers as prices (the sweeps the solver plans for the c
 :func:`solver.solve._price_sweeps`; their CPU seconds are counted too), ``--scale``
 the first scale.
 
-    python3 bench/penalty_rounds.py [--only R,T] [--rounds 6] [--backtracks 100] [--hinted] [--scaled]
+    python3 bench/penalty_rounds.py [--only R,T] [--rounds 6] [--backtracks 100] [--hinted]
     python3 bench/penalty_rounds.py --only S --rounds 12 --backtracks 166
     python3 bench/penalty_rounds.py --only R,T --rounds 3 --priced [--scale 11.3]
 """
@@ -29,8 +29,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -49,7 +47,7 @@ from solver.solve import PENALTY_FIXED_LABELS, _penalised, _price_sweeps  # noqa
 
 
 def row(name: str, rounds: int, backtracks: int, heuristic_s: float, best: int,
-        hinted: bool, scaled: bool = False, priced: float | None = None) -> str:
+        hinted: bool, priced: float | None = None) -> str:
     problem = read_instance(DATA / f"asplos-2025-iopddl-{name}.json.gz")
     reduction = reduce_problem(problem, SolveOptions().passes, time.perf_counter() + 60)
     core, offset = reduction.problem, reduction.offset
@@ -61,12 +59,12 @@ def row(name: str, rounds: int, backtracks: int, heuristic_s: float, best: int,
     narrow = fixed_problem(core, nodes, guess.labels) if len(nodes) < core.num_nodes else core
     hint = tuple(guess.labels[v] for v in nodes) if hinted else None
     if priced is None:
-        found = penalty_search(narrow, rounds, backtracks, hint=hint, scaled=scaled)
+        found = penalty_search(narrow, rounds, backtracks, hint=hint)
     else:
         sweeps = _price_sweeps(max(1, table_entries(narrow)))
         prices = dual_bound_detail(narrow, 3600.0, sweeps=sweeps).prices
-        found = None if prices is None else price_search(narrow, np.array(prices), rounds,
-                                                         backtracks, scale=priced)
+        found = None if prices is None else price_search(narrow, prices, rounds, backtracks,
+                                                         scale=priced)
     cpu = time.process_time() - began
     cost = None
     if found is not None:
@@ -89,14 +87,11 @@ def main() -> None:
                         help="the heuristic's seconds (its answer is the column 'start')")
     parser.add_argument("--hinted", action="store_true",
                         help="the hinted search (toulbar2's dives led by the cheapest answer "
-                             "known, the start first), which the solver runs beside the other")
+                             "known, the start first)")
     parser.add_argument("--priced", action="store_true",
                         help="the priced search on the dual bound's multipliers instead")
     parser.add_argument("--scale", type=float, default=PRICE_SCALE,
                         help="the priced search's first scale")
-    parser.add_argument("--scaled", action="store_true",
-                        help="the weights start at the descent scale (penalty_search's "
-                             "scaled, which the solver gives the hinted search)")
     args = parser.parse_args()
     best = {name: min(costs.values()) for name, costs in published().items()}
     print(f"| instance | nodes searched | table entries | start (heuristic, {args.heuristic:g} s) | "
@@ -104,7 +99,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for name in args.only.split(","):
         print(row(name, args.rounds, args.backtracks, args.heuristic, best[name], args.hinted,
-                  args.scaled, args.scale if args.priced else None), flush=True)
+                  args.scale if args.priced else None), flush=True)
 
 
 if __name__ == "__main__":

@@ -69,7 +69,10 @@ class Flat:
 
     # -- memory -------------------------------------------------------------
     def _memory(self, problem: Problem) -> None:
-        uses = [u for u in problem.memory if u.start < u.end]
+        # The uses live at all, and where each sits in ``problem.memory``.
+        self.u_source = np.array([i for i, u in enumerate(problem.memory) if u.start < u.end],
+                                 np.int64)
+        uses = [problem.memory[i] for i in self.u_source]
         fixed = [f for f in problem.fixed_memory if f.start < f.end]
         self.limited = problem.memory_limit is not None
         self.limit = float(problem.memory_limit) if self.limited else np.inf
@@ -112,7 +115,7 @@ class Flat:
 
     def penalty_per_use(self, price: np.ndarray) -> np.ndarray:
         """Per flat label: its usage on each use times that use's ``price`` (one per use
-        of this view, the problem's uses that are live at all), summed."""
+        of this view: the problem's uses that are live at all, ``u_source``), summed."""
         weights = self.u_usage * np.repeat(price, np.diff(self.u_off))
         return np.bincount(self.u_pos, weights=weights, minlength=self.size)
 

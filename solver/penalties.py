@@ -21,14 +21,6 @@ The mean is geometric because the ends lie orders of magnitude apart: the growth
 phase leaves ``hi = GROWTH * lo``, and on contest U the weight that keeps the
 limit cheaply lies near ``lo`` (the arithmetic mean spent the rounds far above it).
 
-``scaled`` starts the weights higher: at one growth step (``GROWTH``) below the
-*descent scale*, the smallest power of two times ``w0`` at which coordinate descent
-from the first answer, under that penalty, keeps the limit (never below ``w0``).
-Descent moves one node at a time, so it needs a larger penalty than toulbar2's joint
-moves: one step below it, the rounds start close to where toulbar2's answers begin
-to keep the limit instead of growing there from ``w0`` (contest U: descent scale
-1024, the answers keep the limit from about 64-128 ``w0`` on; BENCHMARKS.md).
-
 With a ``hint`` (a known answer that keeps the limit), every round's toulbar2 search
 has its value ordering set to the cheapest answer known so far (the hint until a
 round finds a cheaper one): with the small backtrack budgets used here a round's
@@ -90,8 +82,6 @@ BACKTRACKS = 2_000
 MAX_PENALTY = 10**13
 #: How fast a weight grows while no upper end is known.
 GROWTH = 8.0
-#: The largest power of two the descent scale (``scaled``) tries.
-SCALE_STEPS = 24
 #: :func:`price_search`'s first scale and how fast it moves while only one end is known.
 #: Its first PRICE_LEAST_ROUNDS rounds run whatever the planned work says (the deadline
 #: still cuts them): the scale needs them to reach the limit (contest core R: scales 8
@@ -152,21 +142,6 @@ def _broken_uses(flat: Flat, labels: np.ndarray) -> np.ndarray:
     return count[flat.u_hi] > count[flat.u_lo]
 
 
-def _descent_scale(flat: Flat, labels: np.ndarray, extra: np.ndarray, w0: float) -> float:
-    """The smallest power of two ``s`` up to ``2**SCALE_STEPS`` at which coordinate descent
-    from ``labels`` under the penalty ``s * w0 * extra`` keeps the limit (1 where none
-    does), found by bisection over the exponents as if a larger penalty always kept it
-    where a smaller one did."""
-    lo, hi = 0, SCALE_STEPS + 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if flat.fits(flat.icm(labels, extra=extra * (w0 * 2.0**mid))):
-            hi = mid
-        else:
-            lo = mid + 1
-    return 2.0**lo if lo <= SCALE_STEPS else 1.0
-
-
 def _candidate(flat: Flat, labels: np.ndarray) -> np.ndarray | None:
     """``labels`` repaired to the limit if needed, then polished; ``None`` if no repair fits."""
     if flat.limited:
@@ -178,24 +153,23 @@ def _candidate(flat: Flat, labels: np.ndarray) -> np.ndarray | None:
 
 def penalty_search(problem: Problem, rounds: int = ROUNDS, backtracks: int = BACKTRACKS,
                    deadline: float | None = None, hint: Sequence[int] | None = None,
-                   work: Plan | None = None, scaled: bool = False
-                   ) -> tuple[tuple[int, ...], int] | None:
+                   work: Plan | None = None) -> tuple[tuple[int, ...], int] | None:
     """The cheapest answer (labels and cost) that keeps every rule and the memory
     limit found over ``rounds`` toulbar2 solves with bisected per-node penalties
     (fewer when ``work`` runs out: no round starts that would overrun what is left of
     it if it cost as much as the one before; each round spends its estimate there), or
     ``None`` when none was found. ``problem`` must have no ties (the
-    reduced problems of :mod:`solver.reductions` have none). ``hint`` and ``scaled``:
-    see the module docstring (the hint is not itself an answer of the search)."""
+    reduced problems of :mod:`solver.reductions` have none). ``hint``: see the module
+    docstring (the hint is not itself an answer of the search)."""
     _check_untied(problem)
     if problem.num_nodes == 0:
         return None
     flat = Flat(problem)
-    return _rounds(problem, flat, _NodePenalties(flat, scaled), rounds, backtracks,
-                   deadline, hint, work)
+    return _rounds(problem, flat, _NodePenalties(flat), rounds, backtracks, deadline, hint,
+                   work)
 
 
-def price_search(problem: Problem, prices: np.ndarray, rounds: int = ROUNDS,
+def price_search(problem: Problem, prices: Sequence[float], rounds: int = ROUNDS,
                  backtracks: int = BACKTRACKS, deadline: float | None = None,
                  work: Plan | None = None, scale: float = PRICE_SCALE
                  ) -> tuple[tuple[int, ...], int] | None:
@@ -213,9 +187,9 @@ def price_search(problem: Problem, prices: np.ndarray, rounds: int = ROUNDS,
     if len(prices) != len(problem.memory):
         raise ProblemError(f"prices: {len(prices)} for {len(problem.memory)} memory uses")
     flat = Flat(problem)
-    kept = np.array([use.start < use.end for use in problem.memory], bool)
-    return _rounds(problem, flat, _ScaledPrices(flat, np.asarray(prices, float)[kept], scale),
-                   rounds, backtracks, deadline, None, work, PRICE_LEAST_ROUNDS)
+    priced = np.asarray(prices, np.float64)[flat.u_source]
+    return _rounds(problem, flat, _ScaledPrices(flat, priced, scale), rounds, backtracks,
+                   deadline, None, work, PRICE_LEAST_ROUNDS)
 
 
 def _check_untied(problem: Problem) -> None:
@@ -226,8 +200,8 @@ def _check_untied(problem: Problem) -> None:
 class _NodePenalties:
     """Per-node weights on the usage of hot uses, bisected per node (the module docstring)."""
 
-    def __init__(self, flat: Flat, scaled: bool) -> None:
-        self.flat, self.scaled = flat, scaled
+    def __init__(self, flat: Flat) -> None:
+        self.flat = flat
         self.weights = _Weights(flat.n)
         self.hot = np.zeros(len(flat.u_node), bool)
         self.extra = np.zeros(flat.size)
@@ -245,10 +219,8 @@ class _NodePenalties:
             self.extra = _hot_extra(flat, self.hot)
         if self.w0 is None:
             # The first weight makes the answer's penalty as large as its cost.
-            w0 = flat.cost(labels) / max(1.0, float(self.extra[flat.off[:-1] + labels].sum()))
-            if self.scaled:
-                w0 *= max(1.0, _descent_scale(flat, labels, self.extra, w0) / GROWTH)
-            self.w0 = w0
+            self.w0 = (flat.cost(labels)
+                       / max(1.0, float(self.extra[flat.off[:-1] + labels].sum())))
         broke = np.zeros(flat.n, bool)
         broke[flat.u_node[broken]] = True
         self.weights.update(broke, self.w0)

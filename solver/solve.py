@@ -12,8 +12,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from solver import cpsat, lns
 from solver.anneal import anneal
 from solver.beside import NotBeside, beside
@@ -415,8 +413,8 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
         start = _narrowed_penalty_searched(core, start, deadline, laps, options.num_workers,
                                            penalties)
     if start is not None and not _modelled_whole(core, options):
-        return _window_search(core, start, first_ms, options, deadline, laps, plan, report,
-                              bound)
+        return _at_least(_window_search(core, start, first_ms, options, deadline, laps, plan,
+                                        report), bound)
     if model is None and not _modelled_whole(core, options):
         # Too large to model in time, but no start for the windows either.
         model = _build_in_time(core, deadline)
@@ -439,7 +437,13 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
     if start is not None:
         cpsat.add_hint(model, start.labels)
         laps.lap("add-hint")
-    found = _model_search(core, model, start, first_ms, options, deadline, laps, plan, report)
+    return _at_least(_model_search(core, model, start, first_ms, options, deadline, laps, plan,
+                                   report), bound)
+
+
+def _at_least(found: Search, bound: int | None) -> Search:
+    """``found`` with ``bound`` (one found by an earlier stage) as its lower bound where
+    that is higher."""
     if bound is None or found.best is None or (found.bound is not None and found.bound >= bound):
         return found
     return replace(found, bound=bound, status=_status(bound, found.best.cost))
@@ -515,8 +519,8 @@ def _priced(core: Problem, rounds: int, backtracks: int, cut: float, work: Plan 
         work.spend(PRICE_SWEEP_SECONDS * entries * dual.sweeps)
     if dual.prices is None:
         return None, None
-    return price_search(core, np.array(dual.prices), rounds, backtracks, deadline=cut,
-                        work=work, scale=scale), dual.value
+    return price_search(core, dual.prices, rounds, backtracks, deadline=cut, work=work,
+                        scale=scale), dual.value
 
 
 def _price_sweeps(entries: int) -> int:
@@ -603,14 +607,14 @@ def _no_worse(core: Problem, start: Answer, improved: Sequence[int], what: str) 
 
 def _window_search(core: Problem, start: Answer, first_ms: float | None,
                    options: SolveOptions, deadline: float, laps: Laps, plan: Plan,
-                   report: SearchCallback | None = None, known: int | None = None) -> Search:
+                   report: SearchCallback | None = None) -> Search:
     """CP-SAT on windows of the reduced problem, the rest fixed (:mod:`solver.lns`): in
     the reproducible mode as many as the plan has room for at WINDOW_SECONDS each (at
     most WINDOWS), else until the time kept for the bound. The windows prove nothing,
     so the time left then goes to a real bound, at least DUAL_BOUND_SHARE of the time
     left before the windows (at most DUAL_BOUND_SECONDS): the LP dual with memory
-    multipliers (:mod:`solver.dual_bound`), or ``known`` (a bound found before) when
-    that is higher. When it meets the answer, the answer is optimal."""
+    multipliers (:mod:`solver.dual_bound`). When it meets the answer, the answer is
+    optimal."""
     keep = min(DUAL_BOUND_SHARE * max(0.0, deadline - time.perf_counter()), DUAL_BOUND_SECONDS)
     windows = plan.fitting(WINDOW_SECONDS, WINDOWS) if options.deterministic else None
     improved, solved = lns.improve(core, start.labels, deadline - keep, options,
@@ -619,8 +623,7 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
     answer = _no_worse(core, start, improved, "window search")
     laps.lap("window-search")
     seconds = max(0.0, deadline - time.perf_counter())
-    bound = max(trivial_bound(core), dual_bound(core, seconds, target=answer.cost),
-                known or 0)
+    bound = max(trivial_bound(core), dual_bound(core, seconds, target=answer.cost))
     laps.lap("dual-bound")
     if report is not None:
         report(answer.cost, min(bound, answer.cost))

@@ -10,11 +10,9 @@ from oracle import brute_force, cost_of, random_raw
 from test_reductions import build
 
 from solver.errors import ProblemError
-from solver.flat import Flat
 from solver.dual_bound import dual_bound_detail
-from solver.penalties import (GROWTH, PRICE_GROWTH, PRICE_LEAST_ROUNDS,
-                              _descent_scale, _ScaledPrices, _Weights, penalty_search,
-                              price_search)
+from solver.penalties import (GROWTH, PRICE_GROWTH, PRICE_LEAST_ROUNDS, PRICE_SCALE,
+                              _ScaledPrices, _Weights, penalty_search, price_search)
 from solver.plan import Plan
 from solver.problem import make_problem
 
@@ -55,25 +53,11 @@ def test_weights_grow_then_bisect_between_their_ends_geometrically() -> None:
     assert weights.w[1] == 0.0  # never broke: no penalty on it
 
 
-def test_the_descent_scale_is_the_first_power_of_two_whose_descent_keeps_the_limit() -> None:
+def test_the_first_penalised_round_weighs_the_penalty_as_the_answer_costs(monkeypatch) -> None:
     # One node: label 0 costs 10 and uses 10 bytes, label 1 costs 100 and uses 1; the
-    # limit is 5. Label 0's extra usage is 9, w0 = 10 / 9 (its penalty as large as its
-    # cost). Descent moves to label 1 once 10 + s * w0 * 9 > 100, i.e. s > 9: s = 16.
-    problem = make_problem([[10, 100]], memory=[(0, 0, 1, [10, 1])], memory_limit=5)
-    flat = Flat(problem)
-    extra = np.array([9.0, 0.0])
-    assert _descent_scale(flat, np.array([0]), extra, 10 / 9) == 16.0
-    # No penalty up to 2**SCALE_STEPS moves it (label 1 forbidden by its cost): 1.
-    stuck = make_problem([[10, 10**12]], memory=[(0, 0, 1, [10, 1])], memory_limit=5)
-    assert _descent_scale(Flat(stuck), np.array([0]), extra, 1e-9) == 1.0
-
-
-@pytest.mark.parametrize(("scaled", "row"), [(False, [10, 0]), (True, [20, 0])])
-def test_the_scaled_search_starts_one_growth_step_below_the_descent_scale(monkeypatch, scaled,
-                                                                         row) -> None:
-    # The one-node problem above: round 1 (no penalty) takes label 0 and breaks the limit;
-    # w0 = 10 / 9, so round 2's penalty row is w0 * [9, 0] = [10, 0]. Scaled, w0 is first
-    # multiplied by the descent scale 16 over GROWTH 8: [20, 0].
+    # limit is 5. Round 1 (no penalty) takes label 0 and breaks the limit; label 0's extra
+    # usage is 9, w0 = 10 / 9 (its penalty as large as its cost), so round 2's penalty
+    # row is w0 * [9, 0] = [10, 0].
     import solver.penalties as penalties
 
     rows = []
@@ -85,8 +69,8 @@ def test_the_scaled_search_starts_one_growth_step_below_the_descent_scale(monkey
 
     monkeypatch.setattr(penalties, "solve_wcsp", recorded)
     problem = make_problem([[10, 100]], memory=[(0, 0, 1, [10, 1])], memory_limit=5)
-    assert penalty_search(problem, rounds=2, scaled=scaled) == ((1,), 100)
-    assert rows == [[0, 0], row]
+    assert penalty_search(problem, rounds=2) == ((1,), 100)
+    assert rows == [[0, 0], [10, 0]]
 
 
 @pytest.mark.parametrize(("search", "seeds", "least"), [
@@ -112,7 +96,7 @@ def test_answers_keep_the_limit_and_are_often_optimal(search: str, seeds: int, l
             hint = [int(np.argmin(use[3])) for use in raw.memory] if search == "hinted" else None
             if hint is not None and cost_of(raw, hint) is None:
                 continue
-            got = penalty_search(problem, rounds=8, hint=hint, scaled=hint is not None)
+            got = penalty_search(problem, rounds=8, hint=hint)
         tried += 1
         if got is None:
             continue
@@ -156,30 +140,34 @@ def test_the_price_scale_grows_or_shrinks_then_bisects_geometrically(fits, scale
 def test_the_first_price_rounds_run_whatever_the_work_left(monkeypatch) -> None:
     # With no planned work left the per-node search runs its first round only; the
     # priced search its first PRICE_LEAST_ROUNDS. The problem of the test below with an
-    # edge of zeros: a round's estimate counts table entries, and no round ends early.
+    # edge of zeros (a round's estimate counts table entries; no round ends early), and a
+    # use live at no time listed first: its price (1e6) reaches no label, the others'
+    # (1 per byte) do, so the first priced round's rows are 8 * [10, 1] for both nodes.
     import solver.penalties as penalties
 
-    calls = []
+    rows = []
     solve = penalties.solve_wcsp
 
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return solve(*args, **kwargs)
+    def recorded(problem, extra, **kwargs):
+        rows.append(None if extra is None else [[int(x) for x in r] for r in extra])
+        return solve(problem, extra, **kwargs)
 
-    monkeypatch.setattr(penalties, "solve_wcsp", counted)
+    monkeypatch.setattr(penalties, "solve_wcsp", recorded)
     problem = make_problem([[0, 5], [0, 3]], [(0, 1, [[0, 0], [0, 0]])],
-                           memory=[(0, 0, 2, [10, 1]), (1, 1, 3, [10, 1])], memory_limit=15)
+                           memory=[(0, 4, 4, [7, 7]), (0, 0, 2, [10, 1]), (1, 1, 3, [10, 1])],
+                           memory_limit=15)
     assert penalty_search(problem, rounds=6) is not None
-    assert len(calls) == 6
-    calls.clear()
+    assert len(rows) == 6
+    rows.clear()
     assert penalty_search(problem, rounds=6, work=Plan(0.0)) is not None
-    assert len(calls) == 1
-    calls.clear()
-    got = price_search(problem, np.array([1.0, 1.0]), rounds=6, work=Plan(0.0))
-    assert len(calls) == PRICE_LEAST_ROUNDS == 3
+    assert len(rows) == 1
+    rows.clear()
+    got = price_search(problem, [1e6, 1.0, 1.0], rounds=6, work=Plan(0.0))
+    assert len(rows) == PRICE_LEAST_ROUNDS == 3
+    assert rows[0] == [[80, 8], [80, 8]] and PRICE_SCALE == 8.0
     assert got is not None and got[1] in (3, 5)  # either node on its small label
     with pytest.raises(ProblemError, match="prices"):
-        price_search(problem, np.array([1.0]))
+        price_search(problem, [1.0, 1.0])
 
 
 def test_the_limit_moves_the_answer() -> None:
