@@ -113,9 +113,12 @@ PEAK_SECONDS = 7.0
 #: (1.007 times the best published; BENCHMARKS.md, Solver core); a second window, cut
 #: around the new peak, gains nothing there in 6 units. When the window gains, at most
 #: ANNEALED_WINDOWS_AGAIN shifted windows run once more (V: 1643243 -> 1623645, 0.995 of
-#: the best published, by the 15th window).
+#: the best published, by the 15th window), at least as many as fit in AGAIN_LEAST_SHARE
+#: of the time limit whatever the plan says: the stages before them spend its room (at
+#: 60 s on 2026-11-29 V's plan had room for one, 1643243, and the solve ended at 38 s).
 PEAK_ROUNDS = 1
 ANNEALED_WINDOWS_AGAIN = 20
+AGAIN_LEAST_SHARE = 1 / 3
 PEAK_NODES = 160
 PEAK_WORK = 6.0
 PEAK_SHARE = 0.8
@@ -432,7 +435,7 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
             # The peak window moved memory between distant nodes: their neighbourhoods
             # settle again in shifted windows (contest V: 1643243 -> 1623645).
             peaked = _windowed(core, peaked, options, deadline, laps, plan, "windows-again",
-                               ANNEALED_WINDOWS_AGAIN)
+                               ANNEALED_WINDOWS_AGAIN, AGAIN_LEAST_SHARE * options.time_limit)
         start = peaked
     if start is not None:
         cpsat.add_hint(model, start.labels)
@@ -569,13 +572,15 @@ def _annealed(core: Problem, start: Answer, deadline: float, laps: Laps, plan: P
 
 
 def _windowed(core: Problem, start: Answer, options: SolveOptions, deadline: float,
-              laps: Laps, plan: Plan, lap: str = "windows", windows: int = ANNEALED_WINDOWS
-              ) -> Answer:
+              laps: Laps, plan: Plan, lap: str = "windows", windows: int = ANNEALED_WINDOWS,
+              least: float = 0.0) -> Answer:
     """``start`` improved by at most ``windows`` shifted windows, in the reproducible
-    mode as many as the plan has room for (the clock only cuts them)."""
+    mode as many as the plan has room for, or as fit in ``least`` estimated seconds
+    where that is more (the clock only cuts them)."""
     cut = time.perf_counter() + WINDOWS_SHARE * max(0.0, deadline - time.perf_counter())
     if options.deterministic:
-        windows = plan.fitting(ANNEALED_WINDOW_SECONDS, windows)
+        windows = max(plan.fitting(ANNEALED_WINDOW_SECONDS, windows),
+                      min(windows, int(least / ANNEALED_WINDOW_SECONDS)))
     improved, solved = lns.improve_shifted(core, start.labels, cut, options, windows,
                                            ANNEALED_WINDOW)
     plan.spend(solved * ANNEALED_WINDOW_SECONDS)

@@ -6,6 +6,7 @@ same answer."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -172,3 +173,43 @@ def test_the_priced_dual_bound_sweeps_fit_its_planned_seconds() -> None:
     assert solver.solve._price_sweeps(5_000_000) == 133
     assert solver.solve._price_sweeps(1_000) == solver.solve.PRICE_SWEEPS == 240
     assert solver.solve._price_sweeps(10**12) == 1
+
+
+def test_the_shifted_windows_after_a_gaining_peak_window_get_their_least_share(
+        monkeypatch) -> None:
+    # The annealed path with a plan that has room for one window at each stage (a search
+    # share of 1 %); the peak window gains (the annealing and the first windows are left
+    # out, and the peak window returns a cheaper answer found beforehand with more work):
+    # the shifted windows after it run as
+    # many as fit in AGAIN_LEAST_SHARE of the time limit at ANNEALED_WINDOW_SECONDS each,
+    # not the plan's one.
+    monkeypatch.setattr(solver.solve, "SEARCH_SHARE", 0.01)
+    monkeypatch.setattr(solver.solve, "_annealed", lambda core, start, *args: start)
+    windowed = solver.solve._windowed
+    given: list[tuple[str, int]] = []
+    shifted = solver.lns.improve_shifted
+
+    def spied_shifted(core, labels, cut, options, windows, size):
+        given.append(windows)
+        return shifted(core, labels, cut, options, windows, size)
+
+    def first_skipped(core, start, options, deadline, laps, plan, lap="windows", *args):
+        if lap == "windows":
+            return start
+        return windowed(core, start, options, deadline, laps, plan, lap, *args)
+
+    problem = build(grid(10, 3, seed=21))
+    options = SolveOptions(time_limit=12.0, heuristic_time=1.0, deterministic_time=0.05)
+    cheaper = solver.solve.solve(problem, replace(options, deterministic_time=1.0))
+
+    def whole_peak(core, labels, cut, options, rounds, work, nodes):
+        assert core.num_nodes == problem.num_nodes  # no reductions: the same labels
+        return cheaper.labels, 1
+
+    monkeypatch.setattr(solver.lns, "improve_shifted", spied_shifted)
+    monkeypatch.setattr(solver.lns, "improve_peak", whole_peak)
+    monkeypatch.setattr(solver.solve, "_windowed", first_skipped)
+    got = solver.solve.solve(problem, options)
+    assert "windows-again" in dict(got.timings_ms) and got.objective <= cheaper.objective
+    assert given == [int(solver.solve.AGAIN_LEAST_SHARE * 12.0
+                         / solver.solve.ANNEALED_WINDOW_SECONDS)] == [3]
