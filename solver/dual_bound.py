@@ -86,16 +86,20 @@ class DualBound:
     ``prices``: with memory multipliers, per memory use of the problem (in the
     order of ``problem.memory``), the cost per byte the multipliers of the bound
     put on it (the sum of the multipliers of the checks it is live at, in the
-    problem's cost units; float); else ``None``."""
+    problem's cost units; float); else ``None``. ``multipliers``: those multipliers,
+    one per check time (float, the problem's units), for a later bound on the same
+    problem to start from (``start``); else ``None``."""
 
     value: int
     sweeps: int
     stopped: str
     prices: tuple[float, ...] | None = None
+    multipliers: tuple[float, ...] | None = None
 
 
 def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None,
-               target: int | None = None, memory: bool = True) -> int:
+               target: int | None = None, memory: bool = True,
+               start: tuple[float, ...] | None = None) -> int:
     """A lower bound on the cost of every assignment that keeps the hard rules.
 
     Ties count. The memory rule counts through Lagrangian multipliers
@@ -109,15 +113,19 @@ def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None
     the call; the final exact evaluation, about half a sweep, comes on top) are
     spent, when the bound stops rising, or once it reaches ``target`` (e.g. a
     known cost: nothing above it is possible; with memory multipliers it also
-    aims their steps). With a time limit that does not bind, the result depends
-    only on the arguments.
+    aims their steps). ``start``: memory multipliers to start from instead of
+    zeros, the ``multipliers`` of an earlier bound on the same problem (contest core
+    K: 1.700e9 from zeros in 20 s, 1.803e9 from those of 240 sweeps before;
+    BENCHMARKS.md). With a time limit that does not bind, the result depends only on
+    the arguments.
     """
     return dual_bound_detail(problem, time_limit, sweeps=sweeps, target=target,
-                             memory=memory).value
+                             memory=memory, start=start).value
 
 
 def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None = None,
-                      target: int | None = None, memory: bool = True) -> DualBound:
+                      target: int | None = None, memory: bool = True,
+                      start: tuple[float, ...] | None = None) -> DualBound:
     """:func:`dual_bound` with the number of sweeps and the reason it stopped."""
     deadline = time.perf_counter() + time_limit
     trivial = trivial_bound(problem)
@@ -140,10 +148,14 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
     if rows is None:
         value, done, stopped = _ascend(layout, sweeps, deadline, target)
         return DualBound(max(trivial, min(value, FORBIDDEN)), done, stopped)
-    value, done, stopped, q = _ascend_with_memory(layout, rows, sweeps, deadline, target)
+    if start is not None and len(start) != rows.checks:
+        raise ValueError(f"start: {len(start)} multipliers for {rows.checks} checks")
+    q0 = None if start is None else np.maximum(np.asarray(start, np.float64), 0.0)
+    value, done, stopped, q = _ascend_with_memory(layout, rows, sweeps, deadline, target, q0)
     prefix = np.concatenate([[0.0], np.cumsum(q)])
     prices = prefix[rows.last] - prefix[rows.first]
-    return DualBound(max(trivial, min(value, FORBIDDEN)), done, stopped, tuple(prices.tolist()))
+    return DualBound(max(trivial, min(value, FORBIDDEN)), done, stopped, tuple(prices.tolist()),
+                     tuple(q.tolist()))
 
 
 def _ascend(layout: _Layout, sweeps: int | None, deadline: float, target: int | None
@@ -169,9 +181,11 @@ def _ascend(layout: _Layout, sweeps: int | None, deadline: float, target: int | 
 
 
 def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, deadline: float,
-                        target: int | None) -> tuple[int, int, str, np.ndarray]:
-    """Two stages on the memory multipliers, the better point certified: (bound,
-    sweeps, why stopped, that point's multipliers per check in the problem's units).
+                        target: int | None, q0: np.ndarray | None = None
+                        ) -> tuple[int, int, str, np.ndarray]:
+    """Two stages on the memory multipliers from ``q0`` (per check, the problem's
+    units; zeros without), the better point certified: (bound, sweeps, why stopped,
+    that point's multipliers per check in the problem's units).
 
     First (half the sweeps, or half the time) TRW-S sweeps interleaved with
     projected subgradient steps (:func:`_subgradient`); then, from its best
@@ -191,13 +205,16 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
     base = scaled.unary.copy()
     goal = None if target is None else float(target) * factor
     if rows.entries <= EXACT_ENTRIES:
-        q, messages, done, stopped = _alternate(scaled, base, rows, np.zeros(rows.checks),
+        start = np.zeros(rows.checks) if q0 is None else q0 * factor
+        q, messages, done, stopped = _alternate(scaled, base, rows, start,
                                                 np.zeros(scaled.slots), sweeps, deadline, goal,
                                                 exact=True)
         return _certified(scaled, base, rows, q, messages, factor), done, stopped, q / factor
     first = None if sweeps is None else math.ceil(_SUBGRADIENT_SHARE * sweeps)
     middle = time.perf_counter() + _SUBGRADIENT_SHARE * max(0.0, deadline - time.perf_counter())
-    q, messages, done, stopped = _subgradient(scaled, base, rows, first, middle, goal, factor)
+    start = np.zeros(rows.checks) if q0 is None else q0 * factor
+    q, messages, done, stopped = _subgradient(scaled, base, rows, first, middle, goal, factor,
+                                              start)
     best = _certified(scaled, base, rows, q, messages, factor)
     rest = None if sweeps is None else sweeps - done
     if stopped == "target" or rest == 0 or time.perf_counter() >= deadline:
@@ -214,15 +231,14 @@ def _penalized(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
 
 
 def _subgradient(scaled: _Layout, base: np.ndarray, rows: MemoryRows, sweeps: int | None,
-                 deadline: float, goal: float | None, unit: int
+                 deadline: float, goal: float | None, unit: int, q: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, int, str]:
     """TRW-S sweeps interleaved with projected subgradient steps on the memory
-    multipliers (Polyak steps towards ``goal``, or 10 % above the best bound so
+    multipliers from ``q`` (Polyak steps towards ``goal``, or 10 % above the best bound so
     far, at least ``unit`` above; the subgradient is the memory rows' slack under each node's cheapest
     reparametrized label). Returns the best (multipliers, messages) seen, the
     sweeps done and why it stopped."""
-    current = scaled
-    q = np.zeros(rows.checks)
+    current = _penalized(scaled, base, rows, q)
     messages = np.zeros(scaled.slots)
     best_value, best_q, best_messages = -math.inf, q, messages.copy()
     done, stopped, step, stale = 0, "sweeps", 1.0, 0

@@ -84,12 +84,14 @@ MAX_PENALTY = 10**13
 GROWTH = 8.0
 #: :func:`price_search`'s first scale and how fast it moves while only one end is known.
 #: Its first PRICE_LEAST_ROUNDS rounds run whatever the planned work says (the deadline
-#: still cuts them): the scale needs them to reach the limit (contest core R: scales 8
-#: and 16 break it, their answers repaired cost 1.49 and 1.25 of the best published; 32
-#: keeps it, 1.13), and on the largest cores the plan has room for two.
+#: still cuts them): the scale needs three to reach the limit and two more to close in
+#: on it (contest core R: scales 8 and 16 break it, their answers repaired cost 1.49 and
+#: 1.25 of the best published; 32 keeps it, 1.13; the whole solve at 60 s gave 1.068
+#: with three such rounds, 1.035 with five), and on the largest cores the plan has room
+#: for two.
 PRICE_SCALE = 8.0
 PRICE_GROWTH = 2.0
-PRICE_LEAST_ROUNDS = 3
+PRICE_LEAST_ROUNDS = 5
 #: A round's estimated seconds, per table entry: ENTRY_SECONDS (toulbar2 building and
 #: preprocessing the model, the repair and polish of its answer) plus
 #: ENTRY_BACKTRACK_SECONDS per backtrack of its search. Fitted on contest cores K, M, N

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from solver import cpsat, lns
 from solver.anneal import anneal
 from solver.beside import NotBeside, beside
-from solver.dual_bound import dual_bound, dual_bound_detail
+from solver.dual_bound import DualBound, dual_bound, dual_bound_detail
 from solver.errors import BuildTimeout, ProblemError, SolveError
 from solver.heuristics import heuristic
 from solver.laps import Laps
@@ -408,16 +408,16 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
     if core.num_nodes == 0:
         return Search(start, 0, Status.OPTIMAL, first_ms)
     penalties = plan.part(PENALTY_WORK_SHARE * options.time_limit)
-    bound = None
+    dual = None
     if start is not None and _penalised(core):
-        start, bound = _penalty_searched(core, start, deadline, laps, options.num_workers,
-                                         penalties)
+        start, dual = _penalty_searched(core, start, deadline, laps, options.num_workers,
+                                        penalties)
     elif start is not None and not _modelled_whole(core, options):
         start = _narrowed_penalty_searched(core, start, deadline, laps, options.num_workers,
                                            penalties)
     if start is not None and not _modelled_whole(core, options):
         return _at_least(_window_search(core, start, first_ms, options, deadline, laps, plan,
-                                        report), bound)
+                                        dual, report), dual)
     if model is None and not _modelled_whole(core, options):
         # Too large to model in time, but no start for the windows either.
         model = _build_in_time(core, deadline)
@@ -441,15 +441,20 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
         cpsat.add_hint(model, start.labels)
         laps.lap("add-hint")
     return _at_least(_model_search(core, model, start, first_ms, options, deadline, laps, plan,
-                                   report), bound)
+                                   dual, report), dual)
 
 
-def _at_least(found: Search, bound: int | None) -> Search:
-    """``found`` with ``bound`` (one found by an earlier stage) as its lower bound where
+def _multipliers(dual: DualBound | None) -> tuple[float, ...] | None:
+    return None if dual is None else dual.multipliers
+
+
+def _at_least(found: Search, dual: DualBound | None) -> Search:
+    """``found`` with ``dual`` (a bound found by an earlier stage) as its lower bound where
     that is higher."""
-    if bound is None or found.best is None or (found.bound is not None and found.bound >= bound):
+    if (dual is None or found.best is None
+            or (found.bound is not None and found.bound >= dual.value)):
         return found
-    return replace(found, bound=bound, status=_status(bound, found.best.cost))
+    return replace(found, bound=dual.value, status=_status(dual.value, found.best.cost))
 
 
 def _anneals(core: Problem) -> bool:
@@ -467,9 +472,10 @@ def _penalised(core: Problem) -> bool:
 
 
 def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
-                      workers: int = 2, work: Plan | None = None) -> tuple[Answer, int | None]:
-    """``start``, or the cheapest answer of toulbar2 with memory penalties, and a lower
-    bound on ``core`` found on the way (``None`` when none was). The priced search
+                      workers: int = 2, work: Plan | None = None
+                      ) -> tuple[Answer, DualBound | None]:
+    """``start``, or the cheapest answer of toulbar2 with memory penalties, and the dual
+    bound on ``core`` found on the way (``None`` when none was: no memory multipliers). The priced search
     (:func:`_priced`): the dual bound with memory multipliers, then toulbar2 with those
     multipliers as prices on the memory, times a bisected scale; and with ``workers`` of
     2 or more (the solve's ``num_workers``) a second search beside it, in a child process
@@ -494,7 +500,7 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
         def second() -> tuple[tuple[int, ...], int] | None:
             return penalty_search(core, rounds, backtracks, deadline=cut, work=own)
     other = None if workers < 2 else beside(second)
-    first, bound = _priced(core, rounds, backtracks, cut, work, PRICE_SCALE)
+    first, dual = _priced(core, rounds, backtracks, cut, work, PRICE_SCALE)
     found = [first]
     if other is not None:
         try:
@@ -505,12 +511,12 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
     for labels, _ in sorted((f for f in found if f is not None), key=lambda f: f[1]):
         answer = _feasible(core, labels)
         if answer is not None:
-            return (answer if answer.cost < start.cost else start), bound
-    return start, bound
+            return (answer if answer.cost < start.cost else start), dual
+    return start, dual
 
 
 def _priced(core: Problem, rounds: int, backtracks: int, cut: float, work: Plan | None,
-            scale: float) -> tuple[tuple[tuple[int, ...], int] | None, int | None]:
+            scale: float) -> tuple[tuple[tuple[int, ...], int] | None, DualBound | None]:
     """The priced search's answer (or ``None``) and its dual bound (``None`` without
     memory multipliers): the dual bound of :func:`_price_sweeps` sweeps, then
     :func:`~solver.penalties.price_search` on its multipliers from ``scale``; both spend
@@ -523,7 +529,7 @@ def _priced(core: Problem, rounds: int, backtracks: int, cut: float, work: Plan 
     if dual.prices is None:
         return None, None
     return price_search(core, dual.prices, rounds, backtracks, deadline=cut, work=work,
-                        scale=scale), dual.value
+                        scale=scale), dual
 
 
 def _price_sweeps(entries: int) -> int:
@@ -612,14 +618,15 @@ def _no_worse(core: Problem, start: Answer, improved: Sequence[int], what: str) 
 
 def _window_search(core: Problem, start: Answer, first_ms: float | None,
                    options: SolveOptions, deadline: float, laps: Laps, plan: Plan,
-                   report: SearchCallback | None = None) -> Search:
+                   earlier: DualBound | None = None, report: SearchCallback | None = None
+                   ) -> Search:
     """CP-SAT on windows of the reduced problem, the rest fixed (:mod:`solver.lns`): in
     the reproducible mode as many as the plan has room for at WINDOW_SECONDS each (at
     most WINDOWS), else until the time kept for the bound. The windows prove nothing,
     so the time left then goes to a real bound, at least DUAL_BOUND_SHARE of the time
     left before the windows (at most DUAL_BOUND_SECONDS): the LP dual with memory
-    multipliers (:mod:`solver.dual_bound`). When it meets the answer, the answer is
-    optimal."""
+    multipliers (:mod:`solver.dual_bound`), from ``earlier``'s multipliers where an
+    earlier stage found some. When it meets the answer, the answer is optimal."""
     keep = min(DUAL_BOUND_SHARE * max(0.0, deadline - time.perf_counter()), DUAL_BOUND_SECONDS)
     windows = plan.fitting(WINDOW_SECONDS, WINDOWS) if options.deterministic else None
     improved, solved = lns.improve(core, start.labels, deadline - keep, options,
@@ -628,7 +635,8 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
     answer = _no_worse(core, start, improved, "window search")
     laps.lap("window-search")
     seconds = max(0.0, deadline - time.perf_counter())
-    bound = max(trivial_bound(core), dual_bound(core, seconds, target=answer.cost))
+    bound = max(trivial_bound(core), dual_bound(core, seconds, target=answer.cost,
+                                                start=_multipliers(earlier)))
     laps.lap("dual-bound")
     if report is not None:
         report(answer.cost, min(bound, answer.cost))
@@ -637,11 +645,13 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
 
 def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
                   first_ms: float | None, options: SolveOptions, deadline: float,
-                  laps: Laps, plan: Plan, report: SearchCallback | None = None) -> Search:
+                  laps: Laps, plan: Plan, earlier: DualBound | None = None,
+                  report: SearchCallback | None = None) -> Search:
     """CP-SAT on the whole model (hinted with ``start``); in the reproducible mode with
     the plan's work left (CPSAT_WORK_PER_SECOND deterministic units per estimated
     second) unless the options set a budget; with memory rows a slice of the time is
-    kept for the dual bound in case CP-SAT does not prove its answer."""
+    kept for the dual bound in case CP-SAT does not prove its answer (from ``earlier``'s
+    multipliers where an earlier stage found some)."""
     left = max(0.0, deadline - time.perf_counter())
     keep = (min(MEMORY_DUAL_SHARE * options.time_limit, MEMORY_DUAL_SECONDS, left)
             if core.memory else 0.0)
@@ -666,7 +676,7 @@ def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
     if (keep and raw.status in (Status.FEASIBLE, Status.UNKNOWN) and best is not None
             and bound < best.cost):
         bound = max(bound, dual_bound(core, max(0.0, deadline - time.perf_counter()),
-                                      target=best.cost))
+                                      target=best.cost, start=_multipliers(earlier)))
         laps.lap("dual-bound")
     if raw.status == Status.INFEASIBLE:
         if best is not None:

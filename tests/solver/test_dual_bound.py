@@ -116,7 +116,9 @@ def test_both_multiplier_stages_below_the_optimum(block: int, exact: bool,
     # the memory rule (so the rule binds): with 40 sweeps the subgradient stage gets
     # 20 and the alternating stage 20; the bound, certified at the better of their
     # points, never exceeds the brute-force optimum with the memory rule. The same
-    # with exact (LP) multiplier steps, which these small rows take by default.
+    # with exact (LP) multiplier steps, which these small rows take by default; and
+    # from a start (10 sweeps from the multipliers of the first bound, or from random
+    # ones).
     if not exact:
         monkeypatch.setattr(solver.dual_bound, "EXACT_ENTRIES", -1)
     above_relaxed = tried = 0
@@ -136,6 +138,10 @@ def test_both_multiplier_stages_below_the_optimum(block: int, exact: bool,
         got = dual_bound_detail(problem, 30.0, sweeps=40)
         assert got == dual_bound_detail(problem, 30.0, sweeps=40), f"seed {seed}"
         assert got.value <= full[0], f"seed {seed}"
+        assert got.multipliers is not None
+        for start in (got.multipliers, tuple(rng.exponential(5.0, len(got.multipliers)))):
+            warm = dual_bound_detail(problem, 30.0, sweeps=10, start=start)
+            assert warm.value <= full[0], f"seed {seed}"
         tried += 1
         above_relaxed += got.value > relaxed[0]
     assert tried >= 15 and above_relaxed >= 5  # the memory rule raises the bound
@@ -277,3 +283,28 @@ def test_grid_deterministic_and_stops() -> None:
     assert none.stopped == "time" and none.sweeps == 0
     assert none.value == trivial_bound(problem)
     assert dual_bound_detail(problem, 60.0, sweeps=60, target=first.value).stopped == "target"
+
+
+def test_a_start_from_earlier_multipliers_climbs_faster(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    # A chain whose memory limit binds at every step (each node's usage is live with its
+    # successors'), its multipliers found by subgradient steps as on large rows: 20 sweeps from the multipliers of 200 sweeps before reach higher than
+    # 20 from zeros; no higher than 200 more from zeros reach (the LP dual's optimum
+    # bounds both). A start of the wrong length is refused.
+    rng = np.random.default_rng(3)
+    n, labels = 40, 3
+    raw = Raw([rng.integers(0, 20, labels).tolist() for _ in range(n)])
+    for i in range(n - 1):
+        raw.edges.append((i, i + 1, rng.integers(0, 20, (labels, labels)).tolist()))
+    for i in range(n):
+        raw.memory.append((i, i, i + 2, rng.integers(1, 10, labels).tolist()))
+    raw.limit = 12
+    problem = build(raw)
+    monkeypatch.setattr(solver.dual_bound, "EXACT_ENTRIES", -1)
+    earlier = dual_bound_detail(problem, 60.0, sweeps=200)
+    cold = dual_bound_detail(problem, 60.0, sweeps=20)
+    warm = dual_bound_detail(problem, 60.0, sweeps=20, start=earlier.multipliers)
+    assert cold.value < warm.value
+    assert warm.value <= dual_bound_detail(problem, 60.0, sweeps=400).value + 1
+    with pytest.raises(ValueError):
+        dual_bound_detail(problem, 60.0, sweeps=20, start=earlier.multipliers[1:])

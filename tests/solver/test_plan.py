@@ -166,6 +166,39 @@ def test_the_penalty_stage_bound_counts_in_the_answer(monkeypatch, whole) -> Non
     assert 0 < want == got.lower_bound <= got.objective
 
 
+@pytest.mark.parametrize("whole", [False, True])
+def test_the_last_dual_bound_starts_from_the_priced_search_multipliers(monkeypatch,
+                                                                        whole) -> None:
+    # On the penalty path the dual bound after the windows (or after CP-SAT on the whole
+    # model) starts from the memory multipliers the priced search's dual bound reached.
+    problem = build(chain(40, 3, seed=0))
+    options = SolveOptions(time_limit=3.0, whole_model_labels=10**6 if whole else 10,
+                           num_workers=1, passes=())
+    priced, started = [], []
+    detail, bound = solver.solve.dual_bound_detail, solver.solve.dual_bound
+
+    def spied_detail(*args, **kwargs):
+        priced.append(detail(*args, **kwargs))
+        return priced[-1]
+
+    def spied_bound(*args, start=None, **kwargs):
+        started.append(start)
+        return bound(*args, start=start, **kwargs)
+
+    def unproven(*args, **kwargs):
+        raw = solve_model(*args, **kwargs)
+        return replace(raw, status=Status.FEASIBLE, bound=0)
+
+    solve_model = cpsat.solve_model
+    monkeypatch.setattr(cpsat, "solve_model", unproven)  # the last dual bound runs
+    monkeypatch.setattr(solver.solve, "dual_bound_detail", spied_detail)
+    monkeypatch.setattr(solver.solve, "dual_bound", spied_bound)
+    got = solver.solve.solve(problem, options)
+    assert "penalties" in dict(got.timings_ms) and "dual-bound" in dict(got.timings_ms)
+    assert len(priced) == 1 and priced[0].multipliers is not None
+    assert started == [priced[0].multipliers]
+
+
 def test_the_priced_dual_bound_sweeps_fit_its_planned_seconds() -> None:
     # PRICE_DUAL_SECONDS 20 at PRICE_SWEEP_SECONDS 3e-8 per entry: 5M entries fit
     # 20 / 0.15 = 133 sweeps; a small core the most, PRICE_SWEEPS; a huge one still one.
