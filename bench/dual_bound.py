@@ -9,11 +9,17 @@ writes nothing.
     python3 bench/dual_bound.py [--limits 5,20] [--only A,K] [--no-memory]
     python3 bench/dual_bound.py --stages 100 [--only K,U]
     python3 bench/dual_bound.py --only V --limits 2,5 --no-exact
+    python3 bench/dual_bound.py --warm 100 [--only K,R,U]
 
 ``--stages N``: instead of time limits, N sweeps (the same work on any machine,
 so the numbers do not depend on the load) with the memory multipliers' first
 stage alone (the subgradient steps, as before the second stage existed) and
 with both stages (the default), each aimed at our cost as in the solver.
+
+``--warm N``: as the solver's last bound after the priced search: first the
+priced search's bound (the sweeps :func:`solver.solve._price_sweeps` plans for the
+core, not aimed), then N sweeps aimed at our cost, from zeros and from that bound's
+multipliers (``start``).
 
 ``--no-exact``: the memory multipliers by subgradient steps alone, also where the
 memory rows are small enough for the exact (LP) multiplier steps.
@@ -72,6 +78,8 @@ def main() -> None:
                         help="drop the memory rule instead of relaxing it with multipliers")
     parser.add_argument("--stages", type=int, default=0,
                         help="N sweeps with the first multiplier stage alone and with both")
+    parser.add_argument("--warm", type=int, default=0,
+                        help="N sweeps from zeros and from the priced search's multipliers")
     parser.add_argument("--no-exact", action="store_true",
                         help="no exact (LP) multiplier steps, whatever the rows' size")
     args = parser.parse_args()
@@ -81,6 +89,9 @@ def main() -> None:
         dual.EXACT_ENTRIES = -1
     if args.stages:
         compare_stages(args.stages, {x for x in args.only.split(",") if x})
+        return
+    if args.warm:
+        compare_starts(args.warm, {x for x in args.only.split(",") if x})
         return
     limits = [float(x) for x in args.limits.split(",")]
     wanted = {x for x in args.only.split(",") if x}
@@ -146,6 +157,40 @@ def compare_stages(sweeps: int, wanted: set[str]) -> None:
             seconds.append(time.perf_counter() - began)
         print(f"| {name} | {values[0]} | {values[1]} | {seconds[0]:.1f}, {seconds[1]:.1f} "
               f"| {ours} | {gap(ours, values[0])} | {gap(ours, values[1])} |", flush=True)
+
+
+def compare_starts(sweeps: int, wanted: set[str]) -> None:
+    """Per instance: the priced search's bound, then ``sweeps`` sweeps aimed at our cost
+    from zeros and from its multipliers."""
+    from solver.penalties import table_entries
+    from solver.solve import _price_sweeps
+
+    costs = known_costs()
+    print(f"| instance | priced search's bound (sweeps, s) | {sweeps} sweeps from zeros | "
+          f"{sweeps} from its multipliers | s (zeros, its) | ours | gap zeros | gap its |")
+    print("|---|---|---|---|---|---|---|---|")
+    for path in sorted(DATA.glob("asplos-2025-iopddl-*.json.gz")):
+        name = path.name.removeprefix("asplos-2025-iopddl-").removesuffix(".json.gz")
+        if wanted and name not in wanted:
+            continue
+        reduction = reduce_problem(read_instance(path))
+        core, offset = reduction.problem, reduction.offset
+        ours = costs.get(name, (None, None))[0]
+        target = None if ours is None else ours - offset
+        began = time.perf_counter()
+        priced = dual_bound_detail(core, 3600, sweeps=_price_sweeps(max(1, table_entries(core))))
+        priced_s = time.perf_counter() - began
+        if priced.multipliers is None:
+            continue  # no memory multipliers: nothing to start from
+        values, seconds = [], []
+        for start in (None, priced.multipliers):
+            began = time.perf_counter()
+            values.append(dual_bound_detail(core, 3600, sweeps=sweeps, target=target,
+                                            start=start).value + offset)
+            seconds.append(time.perf_counter() - began)
+        print(f"| {name} | {priced.value + offset} ({priced.sweeps}, {priced_s:.1f}) "
+              f"| {values[0]} | {values[1]} | {seconds[0]:.1f}, {seconds[1]:.1f} | {ours} "
+              f"| {gap(ours, values[0])} | {gap(ours, values[1])} |", flush=True)
 
 
 if __name__ == "__main__":

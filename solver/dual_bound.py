@@ -115,8 +115,8 @@ def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None
     known cost: nothing above it is possible; with memory multipliers it also
     aims their steps). ``start``: memory multipliers to start from instead of
     zeros, the ``multipliers`` of an earlier bound on the same problem (contest core
-    K: 1.700e9 from zeros in 20 s, 1.803e9 from those of 240 sweeps before;
-    BENCHMARKS.md). With a time limit that does not bind, the result depends only on
+    K, aimed at our cost: 1.700e9 from zeros in 20 s, 1.803e9 from those of 240
+    sweeps before; BENCHMARKS.md). With a time limit that does not bind, the result depends only on
     the arguments.
     """
     return dual_bound_detail(problem, time_limit, sweeps=sweeps, target=target,
@@ -204,15 +204,14 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
     scaled = layout.scaled(factor)
     base = scaled.unary.copy()
     goal = None if target is None else float(target) * factor
+    start = np.zeros(rows.checks) if q0 is None else q0 * factor
     if rows.entries <= EXACT_ENTRIES:
-        start = np.zeros(rows.checks) if q0 is None else q0 * factor
         q, messages, done, stopped = _alternate(scaled, base, rows, start,
                                                 np.zeros(scaled.slots), sweeps, deadline, goal,
                                                 exact=True)
         return _certified(scaled, base, rows, q, messages, factor), done, stopped, q / factor
     first = None if sweeps is None else math.ceil(_SUBGRADIENT_SHARE * sweeps)
     middle = time.perf_counter() + _SUBGRADIENT_SHARE * max(0.0, deadline - time.perf_counter())
-    start = np.zeros(rows.checks) if q0 is None else q0 * factor
     q, messages, done, stopped = _subgradient(scaled, base, rows, first, middle, goal, factor,
                                               start)
     best = _certified(scaled, base, rows, q, messages, factor)
@@ -234,9 +233,9 @@ def _subgradient(scaled: _Layout, base: np.ndarray, rows: MemoryRows, sweeps: in
                  deadline: float, goal: float | None, unit: int, q: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, int, str]:
     """TRW-S sweeps interleaved with projected subgradient steps on the memory
-    multipliers from ``q`` (Polyak steps towards ``goal``, or 10 % above the best bound so
-    far, at least ``unit`` above; the subgradient is the memory rows' slack under each node's cheapest
-    reparametrized label). Returns the best (multipliers, messages) seen, the
+    multipliers from ``q`` (Polyak steps towards ``goal``, or 10 % above the best
+    bound so far, at least ``unit`` above; the subgradient is the memory rows' slack
+    under each node's cheapest reparametrized label). Returns the best (multipliers, messages) seen, the
     sweeps done and why it stopped."""
     current = _penalized(scaled, base, rows, q)
     messages = np.zeros(scaled.slots)

@@ -475,12 +475,12 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
                       workers: int = 2, work: Plan | None = None
                       ) -> tuple[Answer, DualBound | None]:
     """``start``, or the cheapest answer of toulbar2 with memory penalties, and the dual
-    bound on ``core`` found on the way (``None`` when none was: no memory multipliers). The priced search
-    (:func:`_priced`): the dual bound with memory multipliers, then toulbar2 with those
-    multipliers as prices on the memory, times a bisected scale; and with ``workers`` of
-    2 or more (the solve's ``num_workers``) a second search beside it, in a child process
-    on the other core (toulbar2 uses one), with the same work (the first spends
-    ``work``, the second a copy of it): toulbar2 with bisected per-node penalties
+    bound on ``core`` found on the way (``None`` without memory multipliers). The priced
+    search (:func:`_priced`): the dual bound with memory multipliers, then toulbar2 with
+    those multipliers as prices on the memory, times a bisected scale; and with
+    ``workers`` of 2 or more (the solve's ``num_workers``) a second search beside it, in
+    a child process on the other core (toulbar2 uses one), with the same work (the first
+    spends ``work``, the second a copy of it): toulbar2 with bisected per-node penalties
     (:func:`~solver.penalties.penalty_search`), or on cores above PENALTY_LARGE_ENTRIES
     the priced search again with its scales PRICE_OFFSET times the first's. Each helps
     where the other stalls: at 60 s, contest T 1.104 -> 0.962 of the best published and
