@@ -129,21 +129,26 @@ def main() -> None:
         print("| " + " | ".join(row) + " |", flush=True)
 
 
-def compare_stages(sweeps: int, wanted: set[str]) -> None:
-    """Per instance: the bound after ``sweeps`` sweeps, first stage alone and both."""
-    import solver.dual_bound as dual
-
+def cores(wanted: set[str]):
+    """Per instance (all, or those ``wanted``): its name, reduced problem, the
+    reductions' offset and our cost from the last solver-core run (or ``None``)."""
     costs = known_costs()
-    print(f"| instance | first stage, {sweeps} sweeps | both stages | s (first, both) "
-          "| ours | gap first | gap both |")
-    print("|---|---|---|---|---|---|---|")
     for path in sorted(DATA.glob("asplos-2025-iopddl-*.json.gz")):
         name = path.name.removeprefix("asplos-2025-iopddl-").removesuffix(".json.gz")
         if wanted and name not in wanted:
             continue
         reduction = reduce_problem(read_instance(path))
-        core, offset = reduction.problem, reduction.offset
-        ours = costs.get(name, (None, None))[0]
+        yield name, reduction.problem, reduction.offset, costs.get(name, (None, None))[0]
+
+
+def compare_stages(sweeps: int, wanted: set[str]) -> None:
+    """Per instance: the bound after ``sweeps`` sweeps, first stage alone and both."""
+    import solver.dual_bound as dual
+
+    print(f"| instance | first stage, {sweeps} sweeps | both stages | s (first, both) "
+          "| ours | gap first | gap both |")
+    print("|---|---|---|---|---|---|---|")
+    for name, core, offset, ours in cores(wanted):
         target = None if ours is None else ours - offset
         values, seconds = [], []
         for share in (1.0, dual._SUBGRADIENT_SHARE):
@@ -165,17 +170,10 @@ def compare_starts(sweeps: int, wanted: set[str]) -> None:
     from solver.penalties import table_entries
     from solver.solve import _price_sweeps
 
-    costs = known_costs()
     print(f"| instance | priced search's bound (sweeps, s) | {sweeps} sweeps from zeros | "
           f"{sweeps} from its multipliers | s (zeros, its) | ours | gap zeros | gap its |")
     print("|---|---|---|---|---|---|---|---|")
-    for path in sorted(DATA.glob("asplos-2025-iopddl-*.json.gz")):
-        name = path.name.removeprefix("asplos-2025-iopddl-").removesuffix(".json.gz")
-        if wanted and name not in wanted:
-            continue
-        reduction = reduce_problem(read_instance(path))
-        core, offset = reduction.problem, reduction.offset
-        ours = costs.get(name, (None, None))[0]
+    for name, core, offset, ours in cores(wanted):
         target = None if ours is None else ours - offset
         began = time.perf_counter()
         priced = dual_bound_detail(core, 3600, sweeps=_price_sweeps(max(1, table_entries(core))))

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 from oracle import BIG, Raw, brute_force, random_raw
+from test_plan import chain
 from test_reductions import build
 
 from solver.dual_bound import dual_bound, dual_bound_detail
@@ -288,16 +289,11 @@ def test_grid_deterministic_and_stops() -> None:
 def test_a_start_from_earlier_multipliers_climbs_faster(monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
     # A chain whose memory limit binds at every step (each node's usage is live with its
-    # successors'), its multipliers found by subgradient steps as on large rows: 20 sweeps from the multipliers of 200 sweeps before reach higher than
-    # 20 from zeros; no higher than 200 more from zeros reach (the LP dual's optimum
-    # bounds both). A start of the wrong length is refused.
-    rng = np.random.default_rng(3)
-    n, labels = 40, 3
-    raw = Raw([rng.integers(0, 20, labels).tolist() for _ in range(n)])
-    for i in range(n - 1):
-        raw.edges.append((i, i + 1, rng.integers(0, 20, (labels, labels)).tolist()))
-    for i in range(n):
-        raw.memory.append((i, i, i + 2, rng.integers(1, 10, labels).tolist()))
+    # successors'), its multipliers found by subgradient steps as on large rows: 20
+    # sweeps from the multipliers of 200 sweeps before reach higher than 20 from zeros;
+    # no higher than 400 from zeros reach (the LP dual's optimum bounds both). A start
+    # of the wrong length is refused.
+    raw = chain(40, 3, seed=3)
     raw.limit = 12
     problem = build(raw)
     monkeypatch.setattr(solver.dual_bound, "EXACT_ENTRIES", -1)
