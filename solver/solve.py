@@ -135,7 +135,9 @@ PEAK_SHARE = 0.8
 #: (:func:`solver.penalties.round_seconds`) reaches PENALTY_WORK_SHARE of the time limit,
 #: within PENALTY_SHARE of the time left (a safety net for a loaded machine: at 0.8 it
 #: cut contest K's and N's planned rounds with another busy process on one of the two
-#: cores, and their answers changed with the load). Denser cores (contest A, L, S: wide
+#: cores, and their answers changed with the load; at 0.9 the fifth of R's least priced
+#: rounds missed it by a second in one run of three on a quiet machine that ran slower
+#: that hour, 1.068 of the best published against 1.035). Denser cores (contest A, L, S: wide
 #: tables) took toulbar2 ten seconds and more a round (BENCHMARKS.md, Solver core). Up to 6M
 #: entries takes in contest cores R and T (5.1M and 5.3M entries, 10k and 16k nodes):
 #: six rounds of 100 backtracks take 26 and 34 CPU seconds there and end 7.7 and 9.4 %
@@ -152,7 +154,7 @@ PENALTY_ROUNDS = 12
 PENALTY_LARGE_ENTRIES, PENALTY_LARGE_ROUNDS = 4_000_000, 6
 PENALTY_SEARCH = 300_000_000
 PENALTY_MIN_BACKTRACKS, PENALTY_MAX_BACKTRACKS = 100, 2_000
-PENALTY_SHARE = 0.9
+PENALTY_SHARE = 0.95
 PENALTY_WORK_SHARE = 0.7
 #: The priced search's dual bound: as many sweeps as fit in PRICE_DUAL_SECONDS, each
 #: estimated at PRICE_SWEEP_SECONDS per table entry (contest cores T, N: 2.8e-8 and
