@@ -76,6 +76,10 @@ _SUBGRADIENT_SHARE = 0.5
 _ALTERNATE_SWEEPS = 5
 _MULTIPLIER_ROUNDS = 20
 _ALTERNATE_PATIENCE = 20
+#: Building the tables costs seconds on large problems whatever the time limit (contest
+#: core T, 5.3M table entries: 0.9-1.5 s with none left, on 2026-11-29); with less than
+#: BUILD_SECONDS per table entry given, the bound is the trivial one, nothing built.
+BUILD_SECONDS = 3e-7
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +115,14 @@ def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None
 
     Stops after ``sweeps`` sweeps, when ``time_limit`` seconds (wall clock, from
     the call; the final exact evaluation, about half a sweep, comes on top) are
-    spent, when the bound stops rising, or once it reaches ``target`` (e.g. a
+    spent (with none, or less than BUILD_SECONDS per table entry, before anything
+    is built: the trivial bound), when the bound stops rising, or once it reaches ``target`` (e.g. a
     known cost: nothing above it is possible; with memory multipliers it also
     aims their steps). ``start``: memory multipliers to start from instead of
     zeros, the ``multipliers`` of an earlier bound on the same problem (contest core
     K, aimed at our cost: 1.700e9 from zeros in 20 s, 1.803e9 from those of 240
-    sweeps before; BENCHMARKS.md). With a time limit that does not bind, the result depends only on
-    the arguments.
+    sweeps before; BENCHMARKS.md). With a time limit that does not bind, the result
+    depends only on the arguments.
     """
     return dual_bound_detail(problem, time_limit, sweeps=sweeps, target=target,
                              memory=memory, start=start).value
@@ -131,6 +136,8 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
     trivial = trivial_bound(problem)
     if trivial >= FORBIDDEN:
         return DualBound(FORBIDDEN, 0, "infeasible")
+    if time_limit <= 0 or time_limit < BUILD_SECONDS * sum(e.costs.size for e in problem.edges):
+        return DualBound(trivial, 0, "time")
     tables = _pair_tables(problem)
     live = _live_labels(problem, tables)
     if live is None:
@@ -235,8 +242,8 @@ def _subgradient(scaled: _Layout, base: np.ndarray, rows: MemoryRows, sweeps: in
     """TRW-S sweeps interleaved with projected subgradient steps on the memory
     multipliers from ``q`` (Polyak steps towards ``goal``, or 10 % above the best
     bound so far, at least ``unit`` above; the subgradient is the memory rows' slack
-    under each node's cheapest reparametrized label). Returns the best (multipliers, messages) seen, the
-    sweeps done and why it stopped."""
+    under each node's cheapest reparametrized label). Returns the best (multipliers,
+    messages) seen, the sweeps done and why it stopped."""
     current = _penalized(scaled, base, rows, q)
     messages = np.zeros(scaled.slots)
     best_value, best_q, best_messages = -math.inf, q, messages.copy()

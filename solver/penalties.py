@@ -114,12 +114,15 @@ def round_seconds(entries: int, backtracks: int) -> float:
 
 
 class _Weights:
-    """Per-node weights with their bisection ends (``lo`` too low, ``hi`` enough)."""
+    """Weights with their bisection ends (``lo`` too low, ``hi`` enough), each multiplied
+    by ``growth`` (at least ``w0``) while only ``lo`` is known, halved while only ``hi``
+    is, then bisected geometrically."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, growth: float = GROWTH) -> None:
         self.w = np.zeros(n)
         self.lo = np.zeros(n)
         self.hi = np.full(n, np.inf)
+        self.growth = growth
 
     def update(self, broke: np.ndarray, w0: float) -> None:
         w = self.w
@@ -128,7 +131,7 @@ class _Weights:
         known = ~np.isinf(self.hi)
         between = np.where(self.lo > 0, np.sqrt(self.lo * np.where(known, self.hi, 0.0)),
                            self.hi / 2)
-        self.w = np.where(known, between, np.maximum(GROWTH * w, w0))
+        self.w = np.where(known, between, np.maximum(self.growth * w, w0))
 
 
 def _hot_extra(flat: Flat, hot: np.ndarray) -> np.ndarray:
@@ -180,8 +183,8 @@ def price_search(problem: Problem, prices: Sequence[float], rounds: int = ROUNDS
     multipliers of a dual bound, :class:`~solver.dual_bound.DualBound`'s ``prices``),
     and every round's penalty is ``scale`` times the priced usage of each label. The
     scale is bisected geometrically between one whose toulbar2 answer broke the limit
-    and one whose answer kept it, from ``scale`` (times or divided by PRICE_GROWTH
-    while only one end is known); at least PRICE_LEAST_ROUNDS rounds run (of
+    and one whose answer kept it, from ``scale`` (times PRICE_GROWTH while only a
+    breaking one is known, halved while only a keeping one is); at least PRICE_LEAST_ROUNDS rounds run (of
     ``rounds``) whatever ``work`` has left."""
     _check_untied(problem)
     if problem.num_nodes == 0:
@@ -230,26 +233,21 @@ class _NodePenalties:
 
 
 class _ScaledPrices:
-    """Priced usage times a scale bisected between breaking and keeping the limit."""
+    """Priced usage times one weight (the scale) bisected between breaking and keeping
+    the limit."""
 
     def __init__(self, flat: Flat, prices: np.ndarray, scale: float) -> None:
         self.flat = flat
         self.priced = flat.penalty_per_use(prices)
-        self.scale, self.lo, self.hi = scale, 0.0, np.inf
+        self.scale = _Weights(1, PRICE_GROWTH)
+        self.scale.w[0] = scale
 
     def first(self) -> np.ndarray:
-        return self.scale * self.priced
+        return self.scale.w[0] * self.priced
 
     def after(self, labels: np.ndarray) -> np.ndarray:
-        if self.flat.fits(labels):
-            self.hi = self.scale
-        else:
-            self.lo = self.scale
-        if self.lo > 0 and self.hi < np.inf:
-            self.scale = float(np.sqrt(self.lo * self.hi))
-        else:
-            self.scale = self.scale * PRICE_GROWTH if self.lo > 0 else self.scale / PRICE_GROWTH
-        return self.scale * self.priced
+        self.scale.update(np.array([not self.flat.fits(labels)]), 0.0)
+        return self.scale.w[0] * self.priced
 
 
 def _rounds(problem: Problem, flat: Flat, penalties: _NodePenalties | _ScaledPrices,

@@ -63,11 +63,6 @@ WINDOWS = 100
 #: is weak.
 DUAL_BOUND_SHARE = 0.25
 DUAL_BOUND_SECONDS = 20.0
-#: Building the dual bound's tables costs seconds on large cores whatever its time limit
-#: (contest core T, 5.3M table entries: 0.9-1.5 s with none left, on 2026-11-29); so a
-#: last bound runs only where DUAL_BUILD_SECONDS per table entry is left, else the bound
-#: is the trivial one (or an earlier stage's).
-DUAL_BUILD_SECONDS = 3e-7
 #: Likewise kept back from CP-SAT on a whole model with memory rows (a share of the time
 #: limit, at most what is left), used only when CP-SAT does not prove its answer: with
 #: memory rows its own bound stays weak. (A share of the time left kept contest V's
@@ -451,12 +446,6 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
                                    dual, report), dual)
 
 
-def _dual_fits(core: Problem, seconds: float) -> bool:
-    """Whether ``seconds`` leave room to build a dual bound of ``core`` (DUAL_BUILD_SECONDS
-    per table entry)."""
-    return seconds > 0 and seconds >= DUAL_BUILD_SECONDS * table_entries(core)
-
-
 def _multipliers(dual: DualBound | None) -> tuple[float, ...] | None:
     return None if dual is None else dual.multipliers
 
@@ -648,11 +637,9 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
     answer = _no_worse(core, start, improved, "window search")
     laps.lap("window-search")
     seconds = max(0.0, deadline - time.perf_counter())
-    bound = trivial_bound(core)
-    if _dual_fits(core, seconds):
-        bound = max(bound, dual_bound(core, seconds, target=answer.cost,
-                                      start=_multipliers(earlier)))
-        laps.lap("dual-bound")
+    bound = max(trivial_bound(core), dual_bound(core, seconds, target=answer.cost,
+                                                start=_multipliers(earlier)))
+    laps.lap("dual-bound")
     if report is not None:
         report(answer.cost, min(bound, answer.cost))
     return Search(answer, bound, _status(bound, answer.cost), first_ms)
@@ -688,11 +675,10 @@ def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
             if first_ms is None:
                 first_ms = laps.elapsed_ms()
     bound = max(trivial_bound(core), raw.bound if raw.bound is not None else 0)
-    seconds = max(0.0, deadline - time.perf_counter())
     if (keep and raw.status in (Status.FEASIBLE, Status.UNKNOWN) and best is not None
-            and bound < best.cost and _dual_fits(core, seconds)):
-        bound = max(bound, dual_bound(core, seconds, target=best.cost,
-                                      start=_multipliers(earlier)))
+            and bound < best.cost):
+        bound = max(bound, dual_bound(core, max(0.0, deadline - time.perf_counter()),
+                                      target=best.cost, start=_multipliers(earlier)))
         laps.lap("dual-bound")
     if raw.status == Status.INFEASIBLE:
         if best is not None:

@@ -304,3 +304,27 @@ def test_a_start_from_earlier_multipliers_climbs_faster(monkeypatch: pytest.Monk
     assert warm.value <= dual_bound_detail(problem, 60.0, sweeps=400).value + 1
     with pytest.raises(ValueError):
         dual_bound_detail(problem, 60.0, sweeps=20, start=earlier.multipliers[1:])
+
+
+def test_without_the_time_to_build_its_tables_the_bound_is_trivial(monkeypatch) -> None:
+    # Building the tables takes BUILD_SECONDS per table entry whatever the time limit:
+    # with no time, or less than that, nothing is built and the bound is the trivial one;
+    # with the room, the dual bound (here above the trivial one).
+    problem = build(chain(40, 3, seed=0))
+    built = []
+    layout_build = solver.dual_bound._Layout.build
+
+    def spied(*args, **kwargs):
+        built.append(True)
+        return layout_build(*args, **kwargs)
+
+    monkeypatch.setattr(solver.dual_bound._Layout, "build", spied)
+    none = dual_bound_detail(problem, 0.0, sweeps=20)
+    assert (none.value, none.sweeps, none.stopped) == (trivial_bound(problem), 0, "time")
+    assert built == []
+    entries = sum(edge.costs.size for edge in problem.edges)
+    monkeypatch.setattr(solver.dual_bound, "BUILD_SECONDS", 2.0 / entries)  # needs 2 s
+    assert dual_bound_detail(problem, 1.0, sweeps=20).value == trivial_bound(problem)
+    assert built == []
+    assert dual_bound_detail(problem, 3.0, sweeps=20).value > trivial_bound(problem)
+    assert built == [True]

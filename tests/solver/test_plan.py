@@ -199,45 +199,6 @@ def test_the_last_dual_bound_starts_from_the_priced_search_multipliers(monkeypat
     assert started == [priced[0].multipliers]
 
 
-def test_no_last_dual_bound_without_the_room_to_build_it(monkeypatch) -> None:
-    # After the windows the dual bound runs only where DUAL_BUILD_SECONDS per table entry
-    # is left (building its tables takes that whatever its limit); else the bound is the
-    # trivial one. Here the windows end at the deadline (none is solved), then with room.
-    from solver.laps import Laps
-    from solver.problem import trivial_bound
-
-    problem = build(chain(40, 3, seed=0))
-    start = solver.solve.Answer(*_answer(problem))
-    called = []
-    bound = solver.solve.dual_bound
-
-    def spied(*args, **kwargs):
-        called.append(args[1])
-        return bound(*args, **kwargs)
-
-    monkeypatch.setattr(solver.solve, "dual_bound", spied)
-    options = SolveOptions(time_limit=3.0, num_workers=1)
-    laps = Laps()
-    got = solver.solve._window_search(problem, start, None, options, time.perf_counter(), laps,
-                                      Plan(0.0))
-    assert called == [] and got.bound == trivial_bound(problem)
-    assert "dual-bound" not in dict(laps.timings())
-    entries = sum(edge.costs.size for edge in problem.edges)
-    monkeypatch.setattr(solver.solve, "DUAL_BUILD_SECONDS", 2.0 / entries)  # needs 2 s
-    got = solver.solve._window_search(problem, start, None, options,
-                                      time.perf_counter() + 1.0, Laps(), Plan(0.0))
-    assert called == [] and got.bound == trivial_bound(problem)
-    got = solver.solve._window_search(problem, start, None, options,
-                                      time.perf_counter() + 3.0, laps, Plan(0.0))
-    assert len(called) == 1 and got.bound > trivial_bound(problem)
-
-
-def _answer(problem) -> tuple[tuple[int, ...], int]:
-    """The labels and cost of one answer that keeps the rules (the solver's own)."""
-    got = solver.solve.solve(problem, SolveOptions(time_limit=3.0, num_workers=1))
-    return got.labels, got.objective
-
-
 def test_the_priced_dual_bound_sweeps_fit_its_planned_seconds() -> None:
     # PRICE_DUAL_SECONDS 20 at PRICE_SWEEP_SECONDS 3e-8 per entry: 5M entries fit
     # 20 / 0.15 = 133 sweeps; a small core the most, PRICE_SWEEPS; a huge one still one.
@@ -252,13 +213,12 @@ def test_the_shifted_windows_after_a_gaining_peak_window_get_their_least_share(
     # The annealed path with a plan that has room for one window at each stage (a search
     # share of 1 %); the peak window gains (the annealing and the first windows are left
     # out, and the peak window returns a cheaper answer found beforehand with more work):
-    # the shifted windows after it run as
-    # many as fit in AGAIN_LEAST_SHARE of the time limit at ANNEALED_WINDOW_SECONDS each,
-    # not the plan's one.
+    # the shifted windows after it run as many as fit in AGAIN_LEAST_SHARE of the time
+    # limit at ANNEALED_WINDOW_SECONDS each, not the plan's one.
     monkeypatch.setattr(solver.solve, "SEARCH_SHARE", 0.01)
     monkeypatch.setattr(solver.solve, "_annealed", lambda core, start, *args: start)
     windowed = solver.solve._windowed
-    given: list[tuple[str, int]] = []
+    given: list[int] = []
     shifted = solver.lns.improve_shifted
 
     def spied_shifted(core, labels, cut, options, windows, size):
