@@ -76,6 +76,13 @@ _SUBGRADIENT_SHARE = 0.5
 _ALTERNATE_SWEEPS = 5
 _MULTIPLIER_ROUNDS = 20
 _ALTERNATE_PATIENCE = 20
+#: Where exact multiplier steps stopped, their multipliers times a scale
+#: (:func:`_scaled_up`): _SCALE_SWEEPS sweeps per scale tried, the refining factor,
+#: the relative gain a block of sweeps must make to keep going (contest core V:
+#: 638691 -> about 1.07M in 9 s, BENCHMARKS.md).
+_SCALE_SWEEPS = 40
+_SCALE_REFINE = 2**0.5
+_SCALE_GAIN = 1e-4
 #: Building the tables costs seconds on large problems whatever the time limit (contest
 #: core T, 5.3M table entries: 0.9-1.5 s with none left, on 2026-11-29); with less than
 #: BUILD_SECONDS per table entry given, the bound is the trivial one, nothing built.
@@ -206,7 +213,8 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
     first stage is left out and each multiplier step of the second is exact (an LP,
     :func:`solver.dual_memory.exact_multipliers`): contest core V, 100 sweeps from
     the start, 741k against 657k for 40 sweeps of the first stage and 60 of the
-    second (BENCHMARKS.md)."""
+    second (BENCHMARKS.md). Where those steps stop, a scale of their multipliers is
+    searched (:func:`_scaled_up`)."""
     factor = 2 ** max(0, min(30, int(math.log2(_LAGRANGE_COSTS / max(1, layout.max_cost)))))
     scaled = layout.scaled(factor)
     base = scaled.unary.copy()
@@ -216,6 +224,11 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
         q, messages, done, stopped = _alternate(scaled, base, rows, start,
                                                 np.zeros(scaled.slots), sweeps, deadline, goal,
                                                 exact=True)
+        if stopped == "converged":
+            q, messages, more, stopped = _scaled_up(scaled, base, rows, q, messages,
+                                                    None if sweeps is None else sweeps - done,
+                                                    deadline, goal)
+            done += more
         return _certified(scaled, base, rows, q, messages, factor), done, stopped, q / factor
     first = None if sweeps is None else math.ceil(_SUBGRADIENT_SHARE * sweeps)
     middle = time.perf_counter() + _SUBGRADIENT_SHARE * max(0.0, deadline - time.perf_counter())
@@ -333,6 +346,62 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
             if stale >= _ALTERNATE_PATIENCE:
                 return q, messages, done, "converged"
     return q, messages, done, stopped
+
+
+def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,
+               messages: np.ndarray, sweeps: int | None, deadline: float, goal: float | None
+               ) -> tuple[np.ndarray, np.ndarray, int, str]:
+    """The multipliers ``q`` times a scale, searched where the exact steps stopped. Each
+    exact step is the best for the messages it is given, and those were spread for the
+    multipliers before it, so the steps settle on multipliers far too small (contest core
+    V: the LP with memory rows has multipliers 30-100 times theirs). The scale doubles
+    while _SCALE_SWEEPS sweeps from the best point's messages raise the bound, one step
+    of _SCALE_REFINE either side of the best follows, then sweeps at the best scale until
+    _ALTERNATE_PATIENCE blocks of _ALTERNATE_SWEEPS in a row gain less than _SCALE_GAIN
+    of the bound. Returns the best point's multipliers and messages, the sweeps done
+    (at most ``sweeps``) and why it stopped."""
+    done = 0
+    best = (_penalized(scaled, base, rows, q).float_bound(messages) + rows.constant(q),
+            1.0, messages)
+
+    def run(scale: float, count: int) -> str | bool:
+        """``count`` sweeps at ``scale`` from the best point's messages, kept where they
+        raise the bound: why they stopped early, else whether they gained _SCALE_GAIN."""
+        nonlocal done, best
+        trial, penalties = best[2].copy(), q * scale
+        current = _penalized(scaled, base, rows, penalties)
+        for _ in range(count):
+            if sweeps is not None and done >= sweeps:
+                return "sweeps"
+            if time.perf_counter() >= deadline or not current.sweep(trial, deadline):
+                return "time"
+            done += 1
+        value = current.float_bound(trial) + rows.constant(penalties)
+        gained = value > best[0] + _SCALE_GAIN * abs(best[0])
+        if value > best[0]:
+            best = (value, scale, trial)
+        if goal is not None and best[0] >= goal:
+            return "target"
+        return gained
+
+    def finish(stopped: str) -> tuple[np.ndarray, np.ndarray, int, str]:
+        return q * best[1], best[2], done, stopped
+
+    scale = 2.0
+    while (got := run(scale, _SCALE_SWEEPS)) is True and best[1] == scale:
+        scale *= 2
+    if isinstance(got, str):
+        return finish(got)
+    center = best[1]
+    for scale in (center * _SCALE_REFINE, center / _SCALE_REFINE):
+        if isinstance(got := run(scale, _SCALE_SWEEPS), str):
+            return finish(got)
+    stale = 0
+    while stale < _ALTERNATE_PATIENCE:
+        if isinstance(got := run(best[1], _ALTERNATE_SWEEPS), str):
+            return finish(got)
+        stale = 0 if got else stale + 1
+    return finish("converged")
 
 
 def _exact_step(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray, q: np.ndarray,

@@ -328,3 +328,34 @@ def test_without_the_time_to_build_its_tables_the_bound_is_trivial(monkeypatch) 
     assert built == []
     assert dual_bound_detail(problem, 3.0, sweeps=20).value > trivial_bound(problem)
     assert built == [True]
+
+
+def test_exact_multipliers_scaled_up_where_they_stopped(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    # Random loopy problems whose memory limit binds (one byte below the peak of the optimum
+    # without the rule), the exact (LP) multiplier steps these small rows take: where they
+    # stop, the search over a scale of their multipliers raises the bound on some and lowers
+    # it on none, and the bound stays at most the brute-force optimum with the rule.
+    def unscaled(scaled, base, rows, q, messages, sweeps, deadline, goal):
+        return q, messages, 0, "converged"
+
+    raised = 0
+    for seed in range(120):
+        rng = np.random.default_rng(777000 + seed)
+        raw = random_raw(rng, nodes=int(rng.integers(4, 9)), max_labels=int(rng.integers(2, 5)),
+                         density=float(rng.uniform(0.3, 0.9)), ties=0, memory=True)
+        relaxed = brute_force(dataclasses.replace(raw, memory=[], fixed=[], limit=None))
+        if relaxed is None:
+            continue
+        raw.limit = peak_memory(build(raw), relaxed[1]) - 1
+        full = brute_force(raw)
+        if full is None:
+            continue
+        problem = build(raw)
+        scaled = dual_bound(problem, 30.0)
+        with monkeypatch.context() as patch:
+            patch.setattr(solver.dual_bound, "_scaled_up", unscaled)
+            plain = dual_bound(problem, 30.0)
+        assert plain <= scaled <= full[0], f"seed {seed}"
+        raised += scaled > plain
+    assert raised >= 5, raised
