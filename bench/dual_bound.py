@@ -10,6 +10,7 @@ writes nothing.
     python3 bench/dual_bound.py --stages 100 [--only K,U]
     python3 bench/dual_bound.py --only V --limits 2,5 --no-exact
     python3 bench/dual_bound.py --warm 100 [--only K,R,U]
+    python3 bench/dual_bound.py --lp 600 --only V --limits 5,20 [--no-scale]
 
 ``--stages N``: instead of time limits, N sweeps (the same work on any machine,
 so the numbers do not depend on the load) with the memory multipliers' first
@@ -23,6 +24,13 @@ multipliers (``start``).
 
 ``--no-exact``: the memory multipliers by subgradient steps alone, also where the
 memory rows are small enough for the exact (LP) multiplier steps.
+
+``--no-scale``: no search over a scale of the exact steps' multipliers where they stop.
+
+``--lp SECONDS``: beside the dual bounds, the LP they are the dual of (the local
+polytope with the memory rows; ties as tables of 0 and forbidden entries), solved
+by HiGHS within SECONDS: the highest any multipliers and messages can reach. Its
+size is the tables' entries; only the small cores solve in minutes.
 
 ``ours`` is the cost in ``bench/iopddl_results.json`` (the solver-core table of
 BENCHMARKS.md), ``winner`` the contest winner's published cost; gaps are
@@ -82,11 +90,17 @@ def main() -> None:
                         help="N sweeps from zeros and from the priced search's multipliers")
     parser.add_argument("--no-exact", action="store_true",
                         help="no exact (LP) multiplier steps, whatever the rows' size")
+    parser.add_argument("--no-scale", action="store_true",
+                        help="no search over a scale of the exact steps' multipliers")
+    parser.add_argument("--lp", type=float, default=0.0,
+                        help="also solve the LP the bound is the dual of, in this many seconds")
     args = parser.parse_args()
-    if args.no_exact:
-        import solver.dual_bound as dual
+    import solver.dual_bound as dual
 
+    if args.no_exact:
         dual.EXACT_ENTRIES = -1
+    if args.no_scale:
+        dual._SCALE_SWEEPS = 0
     if args.stages:
         compare_stages(args.stages, {x for x in args.only.split(",") if x})
         return
@@ -100,6 +114,8 @@ def main() -> None:
     for limit in limits:
         head += [f"dual {limit:g} s", "sweeps", "s"]
     head += ["ours", "winner", "gap trivial"] + [f"gap {limit:g} s" for limit in limits]
+    if args.lp:
+        head += ["LP with memory rows", "LP s", "gap LP"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for path in sorted(DATA.glob("asplos-2025-iopddl-*.json.gz")):
@@ -126,7 +142,82 @@ def main() -> None:
             row += [str(detail.value + offset), f"{detail.sweeps} ({detail.stopped})",
                     f"{seconds:.1f}"]
         row += [str(ours), str(winner), gap(best, trivial)] + [gap(best, b) for b in bounds]
+        if args.lp:
+            began = time.perf_counter()
+            value = local_polytope_lp(core, args.lp)
+            row += ["unsolved" if value is None else f"{value + offset:.0f}",
+                    f"{time.perf_counter() - began:.1f}",
+                    "—" if value is None else gap(best, int(value + offset))]
         print("| " + " | ".join(row) + " |", flush=True)
+
+
+def local_polytope_lp(problem, seconds: float) -> float | None:
+    """The optimum of the local-polytope LP of ``problem`` with its memory rows (HiGHS'
+    dual simplex), or ``None`` when unsolved within ``seconds``. Variables: one per
+    (node, label) and per (edge, label pair); each node's sum 1, each edge's row and
+    column sums its endpoints' variables; a forbidden label or pair bounded to 0."""
+    import numpy as np
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+
+    from solver.dual_bound import _pair_tables
+
+    tables = _pair_tables(problem)
+    sizes = np.array([len(u) for u in problem.unary], np.int64)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    costs = [np.asarray(u, np.float64) for u in problem.unary]
+    rows, cols, vals = [np.repeat(np.arange(len(sizes)), sizes)], [np.arange(start[-1])], []
+    vals.append(np.ones(start[-1]))
+    row, col = len(sizes), int(start[-1])
+    for (u, v), table in tables.items():
+        ku, kv = table.shape
+        pair = col + np.arange(ku * kv)
+        for node, k, label in ((u, ku, np.repeat(np.arange(ku), kv)),
+                               (v, kv, np.tile(np.arange(kv), ku))):
+            rows += [row + label, row + np.arange(k)]
+            cols += [pair, start[node] + np.arange(k)]
+            vals += [np.ones(ku * kv), -np.ones(k)]
+            row += k
+        costs.append(table.ravel().astype(np.float64))
+        col += ku * kv
+    equal = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                       shape=(row, col)).tocsr()
+    c = np.concatenate(costs)
+    upper = np.where(c >= FORBIDDEN, 0.0, 1.0)
+    c = np.where(c >= FORBIDDEN, 0.0, c)
+    memory_rows = memory_matrix(problem, start, col)
+    result = linprog(c, A_ub=None if memory_rows is None else memory_rows[0],
+                     b_ub=None if memory_rows is None else memory_rows[1], A_eq=equal,
+                     b_eq=np.concatenate([np.ones(len(sizes)), np.zeros(row - len(sizes))]),
+                     bounds=np.stack([np.zeros_like(upper), upper], axis=1),
+                     method="highs-ds", options={"time_limit": seconds})
+    return float(result.fun) if result.status == 0 else None
+
+
+def memory_matrix(problem, start, columns: int):
+    """The memory rows over the node variables (one per start of a use that is live
+    somewhere), their right sides the limit less the fixed amounts live; or ``None``."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+
+    if problem.memory_limit is None or not problem.memory:
+        return None
+    begins = np.array([m.start for m in problem.memory], np.int64)
+    ends = np.array([m.end for m in problem.memory], np.int64)
+    checks = np.unique(begins[ends > begins])
+    rows, cols, vals = [], [], []
+    for use in problem.memory:
+        live = np.arange(np.searchsorted(checks, use.start), np.searchsorted(checks, use.end))
+        k = len(use.usage)
+        rows.append(np.repeat(live, k))
+        cols.append(np.tile(start[use.node] + np.arange(k), len(live)))
+        vals.append(np.tile(np.asarray(use.usage, np.float64), len(live)))
+    fixed = np.zeros(len(checks))
+    for amount in problem.fixed_memory:
+        fixed[(checks >= amount.start) & (checks < amount.end)] += amount.amount
+    matrix = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                        shape=(len(checks), columns)).tocsr()
+    return matrix, problem.memory_limit - fixed
 
 
 def cores(wanted: set[str]):

@@ -77,7 +77,7 @@ _ALTERNATE_SWEEPS = 5
 _MULTIPLIER_ROUNDS = 20
 _ALTERNATE_PATIENCE = 20
 #: Where exact multiplier steps stopped, their multipliers times a scale
-#: (:func:`_scaled_up`): _SCALE_SWEEPS sweeps per scale tried, the refining factor,
+#: (:func:`_scaled_up`): _SCALE_SWEEPS sweeps per scale tried (0: no search), the refining factor,
 #: the relative gain a block of sweeps must make to keep going (contest core V:
 #: 638691 -> about 1.07M in 9 s, BENCHMARKS.md).
 _SCALE_SWEEPS = 40
@@ -224,7 +224,7 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
         q, messages, done, stopped = _alternate(scaled, base, rows, start,
                                                 np.zeros(scaled.slots), sweeps, deadline, goal,
                                                 exact=True)
-        if stopped == "converged":
+        if stopped == "converged" and _SCALE_SWEEPS > 0:
             q, messages, more, stopped = _scaled_up(scaled, base, rows, q, messages,
                                                     None if sweeps is None else sweeps - done,
                                                     deadline, goal)
