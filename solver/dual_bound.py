@@ -360,6 +360,8 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
     _ALTERNATE_PATIENCE blocks of _ALTERNATE_SWEEPS in a row gain less than _SCALE_GAIN
     of the bound. Returns the best point's multipliers and messages, the sweeps done
     (at most ``sweeps``) and why it stopped."""
+    if not q.any():
+        return q, messages, 0, "converged"  # no multiplier to scale
     done = 0
     best = (_penalized(scaled, base, rows, q).float_bound(messages) + rows.constant(q),
             1.0, messages)
@@ -388,7 +390,7 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
         return q * best[1], best[2], done, stopped
 
     scale = 2.0
-    while (got := run(scale, _SCALE_SWEEPS)) is True and best[1] == scale:
+    while (got := run(scale, _SCALE_SWEEPS)) is True:
         scale *= 2
     if isinstance(got, str):
         return finish(got)

@@ -29,6 +29,18 @@ def relaxed_optimum(raw: Raw) -> int | None:
     return None if best is None else best[0]
 
 
+def with_binding_limit(raw: Raw) -> tuple[int, int] | None:
+    """Sets ``raw``'s memory limit one byte below the peak of its optimum without the
+    memory rule, so that the rule binds: (that optimum, the brute-force optimum with the
+    rule), or ``None`` where either does not exist."""
+    relaxed = brute_force(dataclasses.replace(raw, memory=[], fixed=[], limit=None))
+    if relaxed is None:
+        return None
+    raw.limit = peak_memory(build(raw), relaxed[1]) - 1
+    full = brute_force(raw)
+    return None if full is None else (relaxed[0], full[0])
+
+
 def random_tree(rng: np.random.Generator, nodes: int, chain: bool) -> Raw:
     """A random tree (or chain) with forbidden labels and pairs, edges either way round."""
     ks = [int(rng.integers(1, 5)) for _ in range(nodes)]
@@ -128,23 +140,19 @@ def test_both_multiplier_stages_below_the_optimum(block: int, exact: bool,
         raw = random_raw(rng, nodes=int(rng.integers(3, 9)), max_labels=int(rng.integers(2, 4)),
                          density=float(rng.uniform(0.3, 0.9)), ties=0, memory=True,
                          forbid_pairs=float(rng.uniform(0, 0.2)))
-        relaxed = brute_force(dataclasses.replace(raw, memory=[], fixed=[], limit=None))
-        if relaxed is None:
-            continue
-        raw.limit = peak_memory(build(raw), relaxed[1]) - 1
-        full = brute_force(raw)
-        if full is None:
+        optima = with_binding_limit(raw)
+        if optima is None:
             continue
         problem = build(raw)
         got = dual_bound_detail(problem, 30.0, sweeps=40)
         assert got == dual_bound_detail(problem, 30.0, sweeps=40), f"seed {seed}"
-        assert got.value <= full[0], f"seed {seed}"
+        assert got.value <= optima[1], f"seed {seed}"
         assert got.multipliers is not None
         for start in (got.multipliers, tuple(rng.exponential(5.0, len(got.multipliers)))):
             warm = dual_bound_detail(problem, 30.0, sweeps=10, start=start)
-            assert warm.value <= full[0], f"seed {seed}"
+            assert warm.value <= optima[1], f"seed {seed}"
         tried += 1
-        above_relaxed += got.value > relaxed[0]
+        above_relaxed += got.value > optima[0]
     assert tried >= 15 and above_relaxed >= 5  # the memory rule raises the bound
 
 
@@ -341,18 +349,14 @@ def test_exact_multipliers_scaled_up_where_they_stopped(monkeypatch: pytest.Monk
         rng = np.random.default_rng(777000 + seed)
         raw = random_raw(rng, nodes=int(rng.integers(4, 9)), max_labels=int(rng.integers(2, 5)),
                          density=float(rng.uniform(0.3, 0.9)), ties=0, memory=True)
-        relaxed = brute_force(dataclasses.replace(raw, memory=[], fixed=[], limit=None))
-        if relaxed is None:
-            continue
-        raw.limit = peak_memory(build(raw), relaxed[1]) - 1
-        full = brute_force(raw)
-        if full is None:
+        optima = with_binding_limit(raw)
+        if optima is None:
             continue
         problem = build(raw)
         scaled = dual_bound(problem, 30.0)
         with monkeypatch.context() as patch:
             patch.setattr(solver.dual_bound, "_SCALE_SWEEPS", 0)
             plain = dual_bound(problem, 30.0)
-        assert plain <= scaled <= full[0], f"seed {seed}"
+        assert plain <= scaled <= optima[1], f"seed {seed}"
         raised += scaled > plain
     assert raised >= 5, raised
