@@ -50,6 +50,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "benchmarks" / "iopddl"
 sys.path.insert(0, str(REPO))
 
+import solver.dual_bound as dual  # noqa: E402
 from solver.dual_bound import dual_bound_detail  # noqa: E402
 from solver.iopddl import read_instance  # noqa: E402
 from solver.problem import FORBIDDEN  # noqa: E402
@@ -95,8 +96,6 @@ def main() -> None:
     parser.add_argument("--lp", type=float, default=0.0,
                         help="also solve the LP the bound is the dual of, in this many seconds")
     args = parser.parse_args()
-    import solver.dual_bound as dual
-
     if args.no_exact:
         dual.EXACT_ENTRIES = -1
     if args.no_scale:
@@ -160,9 +159,7 @@ def local_polytope_lp(problem, seconds: float) -> float | None:
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
 
-    from solver.dual_bound import _pair_tables
-
-    tables = _pair_tables(problem)
+    tables = dual._pair_tables(problem)
     sizes = np.array([len(u) for u in problem.unary], np.int64)
     start = np.concatenate([[0], np.cumsum(sizes)])
     costs = [np.asarray(u, np.float64) for u in problem.unary]
@@ -195,29 +192,22 @@ def local_polytope_lp(problem, seconds: float) -> float | None:
 
 
 def memory_matrix(problem, start, columns: int):
-    """The memory rows over the node variables (one per start of a use that is live
-    somewhere), their right sides the limit less the fixed amounts live; or ``None``."""
+    """The memory rows (:class:`solver.dual_memory.MemoryRows`, every label kept) as a
+    matrix over the LP's node variables, with their right sides; or ``None``."""
     import numpy as np
     from scipy.sparse import coo_matrix
 
-    if problem.memory_limit is None or not problem.memory:
+    from solver.dual_memory import MemoryRows
+    from solver.flat import ranges
+
+    rows = MemoryRows.build(problem, [np.ones(len(u), bool) for u in problem.unary], start)
+    if rows is None:
         return None
-    begins = np.array([m.start for m in problem.memory], np.int64)
-    ends = np.array([m.end for m in problem.memory], np.int64)
-    checks = np.unique(begins[ends > begins])
-    rows, cols, vals = [], [], []
-    for use in problem.memory:
-        live = np.arange(np.searchsorted(checks, use.start), np.searchsorted(checks, use.end))
-        k = len(use.usage)
-        rows.append(np.repeat(live, k))
-        cols.append(np.tile(start[use.node] + np.arange(k), len(live)))
-        vals.append(np.tile(np.asarray(use.usage, np.float64), len(live)))
-    fixed = np.zeros(len(checks))
-    for amount in problem.fixed_memory:
-        fixed[(checks >= amount.start) & (checks < amount.end)] += amount.amount
-    matrix = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                        shape=(len(checks), columns)).tocsr()
-    return matrix, problem.memory_limit - fixed
+    span = (rows.last - rows.first)[rows.pair_use]
+    matrix = coo_matrix((np.repeat(rows.pair_usage.astype(np.float64), span),
+                         (ranges(rows.first[rows.pair_use], span), np.repeat(rows.pair_slot, span))),
+                        shape=(rows.checks, columns)).tocsr()
+    return matrix, rows.cap.astype(np.float64)
 
 
 def cores(wanted: set[str]):
@@ -234,8 +224,6 @@ def cores(wanted: set[str]):
 
 def compare_stages(sweeps: int, wanted: set[str]) -> None:
     """Per instance: the bound after ``sweeps`` sweeps, first stage alone and both."""
-    import solver.dual_bound as dual
-
     print(f"| instance | first stage, {sweeps} sweeps | both stages | s (first, both) "
           "| ours | gap first | gap both |")
     print("|---|---|---|---|---|---|---|")
