@@ -34,13 +34,14 @@ cost ``y`` in ns. With ``x`` the bytes one pass over the operand moves:
   ``reduce_read_factor`` the median ``e_R`` from there over the ``R`` whose column form reads
   at most :data:`NARROW_STRIDE` bytes apart (without the group: the 2-D fit above), and
   ``reduce_wide_factor`` the median over those reading :data:`WIDE_STRIDE` bytes apart or
-  more (in between the model interpolates in log2 of the stride; either median is the one
-  over every slow ``R`` when no ``R`` reads that close or that far);
+  more (either median is the one over every slow ``R`` when no ``R`` reads that close or
+  that far), and ``reduce_stride_passes`` the extra passes of every slow ``R`` at its
+  stride: the model reads that curve, in log2 of the stride between two measured ones;
 - ``reduce_order_factor``: the median over groups of ``(t(row_misordered) - t(row_ordered))``
   (the samples pair up in order, one of each per group) over one pass of the operand as
   the model prices it: the extra passes a row reduction pays when its physically minor dim
   is not the one whose loop XLA:CPU vectorizes (0 without the groups);
-- ``reduce_scalar_factor``: the median over ``R`` of ``(t(rowmax_R) - t(row_R))`` over one
+- ``reduce_scalar_factor``: the median over the slow ``R`` of ``(t(rowmax_R) - t(row_R))`` over one
   pass of the operand as the model prices it: what a row reduction whose combiner LLVM does
   not vectorize (``maximum``) pays beyond the vectorized ``add`` one; the column form costs
   the same for both, so a ``maximum`` column reduction's extra passes are
@@ -106,7 +107,7 @@ from hlo.shape import element_bytes
 from hlo.target import TILE_BYTES
 from service.calibration.microbenchmarks import OVERHEAD_COPIES, copy_shapes
 from solver.layout_assignment.costs import copy_tiles
-from solver.layout_assignment.rules import stride_passes
+from solver.layout_assignment.rules import curve_passes, stride_passes
 
 
 class FitError(ValueError):
@@ -175,6 +176,9 @@ class Coefficients:
     standalone_cached: float | None = None
     #: (element type, opcode, ns per element) of other element types' in-place prices.
     in_place_typed: tuple[tuple[str, str, float], ...] = ()
+    #: (read stride in bytes, extra passes) of each slow column reduction pair over
+    #: ``LARGE_BYTES``, strides ascending (the model reads between them by log2 of the stride).
+    reduce_stride_passes: tuple[tuple[int, float], ...] = ()
 
     def rounded(self) -> Coefficients:
         return Coefficients(round(self.bandwidth_gb_per_s, 2),
@@ -198,7 +202,8 @@ class Coefficients:
                             round(self.window_minor_ns, 3),
                             round(self.reduce_small_scale, 2),
                             _round(self.minor_moving_cached), _round(self.standalone_cached),
-                            tuple((t, op, round(ns, 2)) for t, op, ns in self.in_place_typed))
+                            tuple((t, op, round(ns, 2)) for t, op, ns in self.in_place_typed),
+                            tuple((x, round(y, 2)) for x, y in self.reduce_stride_passes))
 
 
 def _round(value: float | None) -> float | None:
@@ -241,6 +246,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
     cache_bandwidth = (max(bandwidth, 1.0 / cache_slope) if cache_slope > 0 else bandwidth)
     read_factor, min_extent, wide_factor = _column_reductions(samples, bandwidth,
                                                               cache_bandwidth)
+    curve = _column_curve(samples, bandwidth, cache_bandwidth, min_extent)
     tile_ns = _copy_tiles(samples, "copy_rows")
     minor_cached, standalone_cached = _cached_movement(samples, fixed, cache_slope)
     overhead = _copy_overhead(samples)
@@ -263,7 +269,7 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         conv_naive_ns_per_flop=_naive_convolution(samples),
         reduce_order_factor=_reduction_order(samples, bandwidth, cache_bandwidth),
         copy_row_ns=_copy_runs(samples),
-        reduce_scalar_factor=_scalar_rows(samples, bandwidth, cache_bandwidth),
+        reduce_scalar_factor=_scalar_rows(samples, bandwidth, cache_bandwidth, min_extent),
         standalone_near=_over_form(samples, "near_", "form_"),
         standalone_major=_over_form(samples, "major_", "mform_"),
         reduce_variadic_min_extent=_variadic_extent(samples),
@@ -276,7 +282,8 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
         copy_tile_input_factor=_copy_tiles(samples, "copy_rev", tile_ns),
         window_minor_ns=_window_minor(samples),
         reduce_small_scale=_small_scale(samples, bandwidth, cache_bandwidth, read_factor or 0.0,
-                                        wide_factor, min_extent),
+                                        wide_factor, min_extent, curve),
+        reduce_stride_passes=curve,
         minor_moving_cached=minor_cached,
         standalone_cached=standalone_cached,
     )
@@ -395,12 +402,17 @@ def _slow_from(samples: Sequence[Sample], column: str, row: str, factor: float) 
     return slow[0] if slow else (sizes[-1] * 2 if sizes else 0)
 
 
-def _scalar_rows(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float) -> float:
-    """Extra passes of a ``maximum`` row reduction over an ``add`` one (module docstring)."""
+def _scalar_rows(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float,
+                 min_extent: int = 0) -> float:
+    """Extra passes of a ``maximum`` row reduction over an ``add`` one (module docstring),
+    over the ``R`` from ``min_extent`` on: the column reductions it is taken from are slow
+    only there, and a short row runs about as fast in either combiner (measured on the EPYC,
+    1 MiB: 0-4 µs apart up to 64 elements, 75-133 µs from 128 on)."""
     times = {s.kind: s for s in samples if s.kind.startswith(("rowmax_", "row_"))}
     extra = [(times[k].ns - times["row_" + k.split("_")[1]].ns)
              / _pass_ns(times[k].bytes, bandwidth, cache_bandwidth)
-             for k in times if k.startswith("rowmax_") and "row_" + k.split("_")[1] in times]
+             for k in times if k.startswith("rowmax_") and "row_" + k.split("_")[1] in times
+             and int(k.split("_")[1]) >= min_extent]
     return max(0.0, float(np.median(extra))) if extra else 0.0
 
 
@@ -555,14 +567,17 @@ LARGE_BYTES = 1 << 20
 
 
 def _small_scale(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float,
-                 read_factor: float, wide_factor: float, min_extent: int) -> float:
+                 read_factor: float, wide_factor: float, min_extent: int,
+                 curve: Sequence[tuple[int, float]] = ()) -> float:
     """The median over the ``scolumn_R``/``srow_R`` pairs (``R >= min_extent``) of their
-    extra passes over those the 1 MiB fit gives at the same stride (1 without them)."""
+    extra passes over those the 1 MiB fit gives at the same stride (its measured ``curve``
+    where there is one; 1 without them)."""
     ratios = []
     for r, (extra, stride) in _extra_passes(samples, "scolumn_", "srow_", bandwidth,
                                             cache_bandwidth).items():
-        fitted = stride_passes(stride, read_factor, wide_factor or read_factor, NARROW_STRIDE,
-                               WIDE_STRIDE)
+        fitted = (curve_passes(stride, curve) if curve else
+                  stride_passes(stride, read_factor, wide_factor or read_factor, NARROW_STRIDE,
+                                WIDE_STRIDE))
         if r >= min_extent and fitted > 0:
             ratios.append(extra / fitted)
     return max(0.0, float(np.median(ratios))) if ratios else 1.0
@@ -600,6 +615,15 @@ def _column_reductions(samples: Sequence[Sample], bandwidth: float,
     every = float(np.median([extra for extra, _ in slow]))
     return (float(np.median(narrow)) if narrow else every, min_extent,
             float(np.median(wide)) if wide else every)
+
+
+def _column_curve(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float,
+                  min_extent: int) -> tuple[tuple[int, float], ...]:
+    """``(stride, extra passes)`` of every ``column_R``/``row_R`` pair from ``min_extent`` on,
+    strides ascending, each at least 0 (empty without the pairs)."""
+    pairs = _extra_passes(samples, "column_", "row_", bandwidth, cache_bandwidth)
+    return tuple(sorted((stride, max(0.0, extra)) for r, (extra, stride) in pairs.items()
+                        if r >= min_extent))
 
 
 @dataclass(frozen=True, slots=True)

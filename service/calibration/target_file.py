@@ -115,6 +115,18 @@ note = "XLA:CPU's reduce-window runs slower when its result's physically minor d
 '''
 
 
+def _stride_note(c: Coefficients) -> str:
+    """How the calibration prices a slow column reduction by its read stride."""
+    if c.reduce_stride_passes:
+        return (", as many as measured by how far apart its reads are (" + ", ".join(
+            f"{y} at {x}" for x, y in c.reduce_stride_passes)
+            + " bytes apart; in between by log2 of the stride)")
+    if c.reduce_wide_factor:
+        return (f" at most {NARROW_STRIDE} bytes apart, {c.reduce_wide_factor} from "
+                f"{WIDE_STRIDE} bytes apart on (in between by log2 of the stride)")
+    return ""
+
+
 def _cache(geometry: tuple[int, int, int] | None) -> str:
     """The ``[transpose.cache]`` section (the host's level-1 data cache), or nothing."""
     if geometry is None:
@@ -180,15 +192,16 @@ def target_toml(calibration: Calibration, name: str | None = None) -> str:
                                + (f", its rows spanning at least {c.reduce_variadic_min_span} "
                                   "bytes" if c.reduce_variadic_min_span else "") + ")"
                                if c.reduce_variadic_min_extent else "")
-                            + (f" at most {NARROW_STRIDE} bytes apart, {c.reduce_wide_factor} "
-                               f"from {WIDE_STRIDE} bytes apart on (in between by log2 of "
-                               "the stride)" if c.reduce_wide_factor else "")
+                            + _stride_note(c)
                             + (f", over {LARGE_BYTES} bytes ({c.reduce_small_scale}x that over "
                                f"{SMALL_BYTES} bytes or less, in between by log2 of the size)"
                                if c.reduce_small_scale != 1.0 else ""),
                             wide_param=(f", wide_factor = {c.reduce_wide_factor}, narrow_stride = "
                                         f"{NARROW_STRIDE}, wide_stride = {WIDE_STRIDE}"
                                         if c.reduce_wide_factor else "")
+                            + (", stride_passes = ["
+                               + ", ".join(f"[{x}, {y}]" for x, y in c.reduce_stride_passes)
+                               + "]" if c.reduce_stride_passes else "")
                             + (f", small_bytes = {SMALL_BYTES}, large_bytes = {LARGE_BYTES}, "
                                f"small_scale = {c.reduce_small_scale}"
                                if c.reduce_small_scale != 1.0 else ""),

@@ -16,6 +16,7 @@ order is NHWC, major to minor ``b, 0, 1, f``, i.e. ``minor_to_major`` = ``{3,2,1
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hlo.ir import ConvDimLabels, Instruction
@@ -407,20 +408,41 @@ def _column_stride(here: ArrayShape, order: list[int], reduced: set[int]) -> int
 
 
 def _column_passes(rule: OpRule, stride: int, nbytes: int) -> float:
-    """A column reduction's extra passes at a read stride over an operand of ``nbytes``:
+    """A column reduction's extra passes at a read stride over an operand of ``nbytes``.
+
+    With ``stride_passes`` (``[[stride, passes], ...]``, the calibration's pairs at each
+    stride it measured): those passes, in proportion to log2 of the stride between two
+    measured strides and the nearest end's beyond them (measured on the EPYC, f32 sums of
+    1 MiB, 2026-11-29: 11.7, 11.9 and 13.2 extra passes at 128, 256 and 512 bytes apart,
+    22.5 at 1 KiB, 43.2 at 2 KiB, 52.9 at 4 KiB, 51.1 at 8 KiB: flat, then steep, which the
+    line through the two ends priced at twice the passes at 512 bytes apart). Without it:
     ``read_factor`` up to ``narrow_stride`` bytes, ``wide_factor`` from ``wide_stride`` on,
-    and in between in proportion to log2 of the stride (measured on a quiet machine, f32
-    sums of 1 MiB, extra passes over the row form, medians of three runs: 14.5, 16.1, 25.1 at
-    128, 256, 512 bytes apart; 26.6 at 1 KiB, 38.5 at 2 KiB; 50.6 at 4 KiB and 47.4 at 8 KiB:
-    the farther apart the reads, the more of them miss). Those passes are over an operand of
-    ``large_bytes`` (1 MiB); with ``small_bytes`` and ``small_scale``, an operand of
-    ``small_bytes`` or less pays ``small_scale`` times them, and one in between in proportion
-    to log2 of its size (an operand that fits in the cache nearest the core misses less)."""
-    passes = stride_passes(stride, float(rule.params["read_factor"]),
-                           float(rule.params["wide_factor"]),
-                           int(rule.params.get("narrow_stride", 512)),
-                           int(rule.params.get("wide_stride", 4096)))
+    and in between in proportion to log2 of the stride (the farther apart the reads, the
+    more of them miss). Those passes are over an operand of ``large_bytes`` (1 MiB); with
+    ``small_bytes`` and ``small_scale``, an operand of ``small_bytes`` or less pays
+    ``small_scale`` times them, and one in between in proportion to log2 of its size (an
+    operand that fits in the cache nearest the core misses less)."""
+    curve = rule.params.get("stride_passes")
+    if curve:
+        passes = curve_passes(stride, [(int(x), float(y)) for x, y in curve])
+    else:
+        passes = stride_passes(stride, float(rule.params["read_factor"]),
+                               float(rule.params["wide_factor"]),
+                               int(rule.params.get("narrow_stride", 512)),
+                               int(rule.params.get("wide_stride", 4096)))
     return passes * _size_scale(rule, nbytes)
+
+
+def curve_passes(x: int, points: Sequence[tuple[int, float]]) -> float:
+    """The measured ``(stride, passes)`` ``points`` (strides ascending) read at ``x``: the
+    nearest end's passes beyond them, in proportion to log2 of ``x`` between two of them
+    (:func:`stride_passes` between each neighbouring pair)."""
+    if x <= points[0][0]:
+        return points[0][1]
+    for (near, low), (far, high) in zip(points, points[1:]):
+        if x <= far:
+            return stride_passes(x, low, high, near, far)
+    return points[-1][1]
 
 
 def stride_passes(x: int, low: float, high: float, near: int, far: int) -> float:

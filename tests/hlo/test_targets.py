@@ -87,8 +87,11 @@ def test_ascend_formats_and_ttrans() -> None:
 def test_copy_cost_is_bytes_over_bandwidth() -> None:
     cpu = load_target("cpu")
     small, large = 3200, cpu.cache_bytes
-    assert cpu.copy_ns(small, small) == pytest.approx(2 * small / cpu.cache_bandwidth_gb_per_s)
-    assert cpu.copy_ns(large, large) == pytest.approx(2 * large / cpu.memory_bandwidth_gb_per_s)
+    per_copy, factor = cpu.copies.fixed_ns, cpu.copies.factor
+    assert cpu.copy_ns(small, small) == pytest.approx(
+        2 * small / cpu.cache_bandwidth_gb_per_s * factor + per_copy)
+    assert cpu.copy_ns(large, large) == pytest.approx(
+        2 * large / cpu.memory_bandwidth_gb_per_s * factor + per_copy)
     gpu = load_target("gpu")  # no cache figures: one bandwidth, plus a launch per copy
     assert gpu.copy_ns(small, small) == pytest.approx(
         2 * small / gpu.memory_bandwidth_gb_per_s * gpu.copies.factor + gpu.copies.fixed_ns)

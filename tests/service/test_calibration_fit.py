@@ -79,6 +79,9 @@ def test_the_column_group_gives_the_passes_near_and_far_apart_separately():
     assert c.reduce_min_extent == 256
     assert c.reduce_read_factor == pytest.approx(9.0)
     assert c.reduce_wide_factor == pytest.approx(33.0)
+    # And every slow pair at its own stride, the curve the model reads.
+    assert [x for x, _ in c.reduce_stride_passes] == [256, 1024, 4096]
+    assert [y for _, y in c.reduce_stride_passes] == pytest.approx([9.0, 9.0, 33.0])
 
 
 def test_a_column_form_a_little_slower_than_its_row_form_is_not_the_slow_one():
@@ -157,8 +160,11 @@ def test_the_written_target_file_loads_and_carries_the_coefficients(tmp_path):
     path.write_text(target_toml(dataclasses.replace(calibration, coefficients=with_extent)))
     rule = next(r for r in load_target(read_target_file(path)).op_rules
                 if r.kind == "reduction_minor")
+    # Slow from R = 256 on: R = 256, 1024, 4096 read 4096, 1024, 256 bytes apart.
     assert rule.params == {"slow": "kept", "read_factor": 12.0, "wide_factor": 12.0,
-                           "narrow_stride": 128, "wide_stride": 4096, "min_extent": 256}
+                           "narrow_stride": 128, "wide_stride": 4096,
+                           "stride_passes": [[256, 12.0], [1024, 12.0], [4096, 12.0]],
+                           "min_extent": 256}
     with_small = fit(synthetic() + column_group(256, 12.0) + small_pairs(6.0)).rounded()
     path.write_text(target_toml(dataclasses.replace(calibration, coefficients=with_small)))
     rule = next(r for r in load_target(read_target_file(path)).op_rules
@@ -258,11 +264,13 @@ def test_the_scalar_row_factor_is_the_extra_passes_of_a_maximum_row_reduction():
     one_pass = (1 << 20) / TRUE["bandwidth"]  # 1 MiB beyond the cache at this bandwidth
     nbytes = 1 << 20
     samples = []
-    for r, extra in ((16, 0.0), (256, 5.0), (1024, 5.0)):
+    for r, extra in ((16, 0.0), (256, 5.0), (1024, 7.0)):
         samples += [Sample(f"row_{r}", nbytes, 1e4), Sample(f"rowmax_{r}", nbytes,
                                                           1e4 + extra * one_pass)]
-    # cache bandwidth = bandwidth here, so a pass is the same either way: median of 0, 5, 5.
+    # cache bandwidth = bandwidth here, so a pass is the same either way: median of 0, 5, 7.
     assert _scalar_rows(samples, TRUE["bandwidth"], TRUE["bandwidth"]) == pytest.approx(5.0)
+    # Only where column reductions turn slow (from 256 elements on): median of 5 and 7.
+    assert _scalar_rows(samples, TRUE["bandwidth"], TRUE["bandwidth"], 256) == pytest.approx(6.0)
     assert _scalar_rows([], 1.0, 1.0) == 0.0
 
 
