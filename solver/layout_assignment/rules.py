@@ -345,7 +345,7 @@ def _slow_reduction(cm: CostModel, instr: Instruction, shape: ArrayShape, here: 
     factor = float(rule.params.get("read_factor", 0.0))
     stride_note = ""
     nbytes = physical_size_bytes(here)
-    column = form == "kept" and "wide_factor" in rule.params
+    column = form == "kept" and ("wide_factor" in rule.params or "stride_passes" in rule.params)
     if column:
         stride = _column_stride(here, order, reduced)
         factor = _column_passes(rule, stride, nbytes)
@@ -424,7 +424,7 @@ def _column_passes(rule: OpRule, stride: int, nbytes: int) -> float:
     operand that fits in the cache nearest the core misses less)."""
     curve = rule.params.get("stride_passes")
     if curve:
-        passes = curve_passes(stride, [(int(x), float(y)) for x, y in curve])
+        passes = curve_passes(stride, sorted((int(x), float(y)) for x, y in curve))
     else:
         passes = stride_passes(stride, float(rule.params["read_factor"]),
                                float(rule.params["wide_factor"]),

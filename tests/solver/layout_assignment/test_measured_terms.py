@@ -1051,3 +1051,20 @@ def test_a_column_reduction_pays_the_passes_measured_at_its_stride():
     mixed = curve[512] + (curve[1024] - curve[512]) * math.log2(768 / 512)
     assert 1366 * 192 * 4 >= rule.params["large_bytes"]
     assert total(1366, 192) == int(mixed * cpu.cache_pass_ns(1366 * 192 * 4))
+
+
+def test_a_target_file_may_give_the_stride_curve_alone_in_any_order():
+    """A target that states only ``stride_passes`` (no ``read_factor``/``wide_factor`` ends),
+    its points in any order, prices a column reduction as the sorted curve does."""
+    cpu = load_target("cpu-epyc")
+    data = cpu.model_dump()
+    rule = next(r for r in data["op_rules"] if r["kind"] == "reduction_minor")
+    curve = rule["params"]["stride_passes"]
+    rule["params"] = {key: value for key, value in rule["params"].items()
+                      if key not in ("read_factor", "wide_factor", "narrow_stride", "wide_stride")}
+    rule["params"]["stride_passes"] = list(reversed(curve))
+    alone = load_target(data)
+    for rows, cols in ((2048, 128), (1366, 192), (256, 1024)):
+        text = REDUCE.replace("256,512", f"{rows},{cols}").replace("OUT", str(cols)).replace(
+            "DIM", "0")
+        assert score(parse_module(text), alone).total == score(parse_module(text), cpu).total > 0
