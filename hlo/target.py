@@ -383,7 +383,10 @@ class OpRule(_Frozen):
     ``wide_factor`` (``kept`` only), a column reduction reading its
     elements at most ``narrow_stride`` bytes apart pays ``read_factor`` passes, one reading
     them ``wide_stride`` bytes apart or more ``wide_factor``, in between by log2 of the
-    stride, those passes measured over an operand of ``large_bytes`` (1 MiB); with
+    stride; with ``stride_passes`` (``[[stride, passes], ...]``, ``kept`` only) instead, the
+    passes measured at each of those strides, in between two of them by log2 of the stride
+    and beyond them the nearest end's; those passes measured over an operand of
+    ``large_bytes`` (1 MiB); with
     ``small_bytes`` and ``small_scale``, an operand of ``small_bytes`` or less pays
     ``small_scale`` times them, one in between in proportion to log2 of its size; with
     ``order_factor`` (``kept`` only), a row reduction whose physically minor dim is not the
