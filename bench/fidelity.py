@@ -30,10 +30,11 @@ pairs the run resolved at all.
 
 ``--resolve S`` measures again, XLA's layouts against ours alone with the rounds shared out
 among ``S`` fresh processes, every module whose ours/XLA ratio the run left inside its A/A
-band while a goal reads it: ours is another program than XLA's, and the predicted ratio
+band while a goal reads it: ours ran as a program of its own, and the predicted ratio
 differs from 1 by more than 3 % or the measured one by more than 2 %, in either direction
 (``resolved``: that ratio, which the summary's sign agreement and no-slower / faster counts
-read where there is one; totals stay the first run's). A process keeps a speed of its own
+read where there is one; totals stay the first run's); ``--resolve-run OUT.json`` does the
+same for a finished run, on the variants its ``--variants-dir`` saved. A process keeps a speed of its own
 for its life, so a small module's ratio over 3 processes can sit inside a 5 % band that 10
 resolve.
 
@@ -215,13 +216,7 @@ def measure_module(name: str, args, compare_target) -> dict:
                    "runs_per_sample": run.runs_per_sample, "sessions": run.sessions,
                    "programs_measured": len(distinct)})
     if getattr(args, "resolve", 0) and _unresolved(out):
-        again = run_modules([("xla", variants["xla"]), ("ours", variants["ours"])],
-                            reps=args.reps, warmup=1, seed=args.seed, outputs=False,
-                            sessions=args.resolve)
-        ratio = again.ratio(1) if again.executions[1].ran else None
-        out["resolved"] = {"ratio": None if ratio is None else ratio.to_json(),
-                           "sessions": args.resolve, "reps": args.reps,
-                           "noise": again.noise().to_json() if again.noise() else None}
+        resolve(out, variants, args)
     if compare_target is not None and len(ran) > 2 and all(
             rows[lab]["predicted_ns_compare"] is not None for lab in ran):
         out["tau_compare"] = kendall_tau([rows[lab]["predicted_ns_compare"] for lab in ran],
@@ -229,12 +224,41 @@ def measure_module(name: str, args, compare_target) -> dict:
     return out
 
 
+def resolve(result: dict, variants: dict, args) -> None:
+    """Measure XLA's layouts against ours again, the rounds shared out among ``args.resolve``
+    fresh processes; the ratio goes to ``result["resolved"]``."""
+    again = run_modules([("xla", variants["xla"]), ("ours", variants["ours"])],
+                        reps=args.reps, warmup=1, seed=args.seed, outputs=False,
+                        sessions=args.resolve)
+    ratio = again.ratio(1) if again.executions[1].ran else None
+    result["resolved"] = {"ratio": None if ratio is None else ratio.to_json(),
+                          "sessions": args.resolve, "reps": args.reps,
+                          "noise": again.noise().to_json() if again.noise() else None}
+
+
+def resolve_run(results: list[dict], args) -> list[dict]:
+    """``--resolve`` over a finished run (``--resolve-run``): each module it left unresolved
+    and not yet measured again, on the variants its ``--variants-dir`` holds."""
+    for r in results:
+        if "variants" not in r or r.get("resolved") or not _unresolved(r):
+            continue
+        variants = _saved_variants(args.variants_dir, r["module"], ["xla", "ours"])
+        if variants is None:
+            print(f"{r['module']}: no saved variants to measure again", flush=True)
+            continue
+        resolve(r, variants, args)
+        print(f"{r['module']}: {r['variants']['ours']['ratio']['median']} -> "
+              f"{ours_ratio(r)} in {args.resolve} processes", flush=True)
+    return results
+
+
 def _unresolved(result: dict) -> bool:
     """Whether a goal reads ours/XLA's ratio of ``result`` while its run left it inside the A/A
     band (see the module docstring's ``--resolve``)."""
-    ours, band = result["variants"]["ours"], result.get("band")
-    if result.get("same_as_xla") or not ours.get("ratio") or band is None:
-        return False
+    ours = result["variants"]["ours"]
+    band = result.get("band", noise_band(result.get("noise")))
+    if ours.get("same_program_as") == "xla" or not ours.get("ratio") or band is None:
+        return False  # one program: it ran once, its ratio is 1
     p, m = ours.get("predicted_ratio"), ours["ratio"]["median"]
     read = abs(m - 1) > 0.02 or (p is not None and abs(p - 1) > 0.03)
     return read and within(m, 1.0, band)
@@ -614,6 +638,9 @@ def main() -> None:
                         help="measure ours against XLA's again in this many fresh processes "
                              "where a goal reads a ratio the run left inside its A/A band "
                              "(0: never)")
+    parser.add_argument("--resolve-run", type=Path, default=None,
+                        help="apply --resolve to the --out file of a finished run, on the "
+                             "variants its --variants-dir holds; write the summary to --out")
     parser.add_argument("--table", type=Path, default=None,
                         help="print the markdown table of an --out file and stop")
     parser.add_argument("--rescore", type=Path, default=None,
@@ -627,6 +654,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.table:
         print(table(json.loads(args.table.read_text())["results"]))
+        return
+    if args.resolve_run:
+        results = resolve_run(json.loads(args.resolve_run.read_text())["results"], args)
+        summary = {"target": resolved_name(args.target), **summarize(results)}
+        print(json.dumps(summary, indent=1))
+        if args.out:
+            args.out.write_text(json.dumps({"summary": summary, "results": results}, indent=1))
         return
     if args.rescore:
         from hlo.target import load_target, read_target_file
