@@ -11,7 +11,8 @@ random consistent assignments (``solver.layout_assignment.variants``). All run i
 ``run_modules`` call: the same inputs, one pinned CPU, interleaved rounds, XLA's layouts as the
 reference (run twice per round for the A/A noise); with ``--sessions S`` the rounds are shared
 out among S children, each compiling every variant afresh. Variants that print as the same
-module are one program: it runs once and they share its times (``same_program_as``), so that
+module, their instruction names and metadata aside, are one program: it runs once and they
+share its times (``same_program_as``), so that
 noise does not rank a program against itself. Every variant's outputs are compared with
 XLA's normal execution of the ``pre`` module (its whole pipeline).
 
@@ -53,6 +54,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -402,14 +404,27 @@ def noise_aware(result: dict) -> dict:
 
 
 def program_twins(variants: dict) -> dict[str, str]:
-    """Each variant's first label (in order) whose module prints the same text: one program,
-    run once (two runs of one program differ by noise alone, which would rank it against
-    itself)."""
+    """Each variant's first label (in order) whose module prints the same text, its names and
+    metadata aside (:func:`program_text`): one program, run once (two runs of one program
+    differ by noise alone, which would rank it against itself)."""
+    first: dict[str, str] = {}
+    return {label: first.setdefault(program_text(module), label)
+            for label, module in variants.items()}
+
+
+_METADATA = re.compile(r", metadata=\{[^{}]*\}")
+_NAME = re.compile(r"%[\w.\-]+")
+
+
+def program_text(module) -> str:
+    """``module`` printed with its metadata left out and every ``%name`` replaced by its rank
+    of first appearance: what XLA compiles, which neither names (ours calls a relayout copy
+    ``x.relayout`` where XLA's is ``copy``) nor metadata change."""
     from hlo.printer import print_module
 
-    first: dict[str, str] = {}
-    return {label: first.setdefault(print_module(module), label)
-            for label, module in variants.items()}
+    names: dict[str, str] = {}
+    text = _METADATA.sub("", print_module(module))
+    return _NAME.sub(lambda m: names.setdefault(m.group(0), f"%{len(names)}"), text)
 
 
 def same_program(a, b) -> bool:
