@@ -35,9 +35,9 @@ band while a goal reads it: ours ran as a program of its own, and the predicted 
 differs from 1 by more than 3 % or the measured one by more than 2 %, in either direction
 (``resolved``: that ratio, which the summary's sign agreement and no-slower / faster counts
 read where there is one; totals stay the first run's); ``--resolve-run OUT.json`` does the
-same for a finished run, on the variants its ``--variants-dir`` saved. A process keeps a speed of its own
-for its life, so a small module's ratio over 3 processes can sit inside a 5 % band that 10
-resolve.
+same for a finished run, on the variants its ``--variants-dir`` saved. A process keeps a
+speed of its own for its life, so a small module's ratio over 3 processes can sit inside a
+5 % band that 10 resolve.
 
 Unseen modules (``--unseen N``, default 3): ``N`` random programs of
 ``bench/programs/random_programs.py`` at seeds from 90001 (the differential benchmark ran
