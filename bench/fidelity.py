@@ -672,10 +672,7 @@ def main() -> None:
         return
     if args.resolve_run:
         results = resolve_run(json.loads(args.resolve_run.read_text())["results"], args)
-        summary = {"target": resolved_name(args.target), **summarize(results)}
-        print(json.dumps(summary, indent=1))
-        if args.out:
-            args.out.write_text(json.dumps({"summary": summary, "results": results}, indent=1))
+        _report(results, args, {"target": resolved_name(args.target)})
         return
     if args.rescore:
         from hlo.target import load_target, read_target_file
@@ -688,10 +685,7 @@ def main() -> None:
         for r in results:
             print(f"{r['module']}: rebuilt {r.get('rebuilt')}, tau {_cell(r.get('tau'), 2)}, "
                   f"noise-aware {_cell(r.get('tau_noise'), 2)}", flush=True)
-        summary = summarize(results)
-        print(json.dumps(summary, indent=1))
-        if args.out:
-            args.out.write_text(json.dumps({"summary": summary, "results": results}, indent=1))
+        _report(results, args)
         return
     from bench.programs.fidelity import PROGRAMS
 
@@ -716,7 +710,12 @@ def main() -> None:
               f"ours/xla {(ours.get('ratio') or {}).get('median')} (min {ours.get('min_ratio')}, "
               f"same program {result.get('same_as_xla')}), "
               f"predicted {ours.get('predicted_ratio')} {result.get('skipped', '')}", flush=True)
-    summary = {"target": resolved_name(args.target), **summarize(results)}
+    _report(results, args, {"target": resolved_name(args.target)})
+
+
+def _report(results: list[dict], args, head: dict | None = None) -> None:
+    """Print the summary of ``results`` (after ``head``) and write both to ``--out``."""
+    summary = {**(head or {}), **summarize(results)}
     print(json.dumps(summary, indent=1))
     if args.out:
         args.out.write_text(json.dumps({"summary": summary, "results": results}, indent=1))
