@@ -244,9 +244,8 @@ def fit(samples: Sequence[Sample]) -> Coefficients:
     column = _slope(samples, "reduce_major", 0.0)
     bandwidth = 1.0 / copy
     cache_bandwidth = (max(bandwidth, 1.0 / cache_slope) if cache_slope > 0 else bandwidth)
-    read_factor, min_extent, wide_factor = _column_reductions(samples, bandwidth,
-                                                              cache_bandwidth)
-    curve = _column_curve(samples, bandwidth, cache_bandwidth, min_extent)
+    read_factor, min_extent, wide_factor, curve = _column_reductions(samples, bandwidth,
+                                                                     cache_bandwidth)
     tile_ns = _copy_tiles(samples, "copy_rows")
     minor_cached, standalone_cached = _cached_movement(samples, fixed, cache_slope)
     overhead = _copy_overhead(samples)
@@ -599,31 +598,24 @@ def _extra_passes(samples: Sequence[Sample], column: str, row: str, bandwidth: f
     return out
 
 
-def _column_reductions(samples: Sequence[Sample], bandwidth: float,
-                       cache_bandwidth: float) -> tuple[float | None, int, float]:
-    """``(read_factor, min_extent, wide_factor)`` from the ``column_R``/``row_R`` pairs
-    (``(None, 0, 0)`` without them): see the module docstring."""
+def _column_reductions(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float
+                       ) -> tuple[float | None, int, float, tuple[tuple[int, float], ...]]:
+    """``(read_factor, min_extent, wide_factor, curve)`` from the ``column_R``/``row_R``
+    pairs (``(None, 0, 0, ())`` without them): see the module docstring; ``curve`` is
+    ``(stride, extra passes)`` of every slow pair, strides ascending, each at least 0."""
     pairs = _extra_passes(samples, "column_", "row_", bandwidth, cache_bandwidth)
     if not pairs:
-        return None, 0, 0.0
+        return None, 0, 0.0, ()
     min_extent = _slow_from(samples, "column_", "row_", COLUMN_SLOWER)
     slow = [pair for r, pair in pairs.items() if r >= min_extent]
     if not slow:
-        return 0.0, min_extent, 0.0
+        return 0.0, min_extent, 0.0, ()
     narrow = [extra for extra, stride in slow if stride <= NARROW_STRIDE]
     wide = [extra for extra, stride in slow if stride >= WIDE_STRIDE]
     every = float(np.median([extra for extra, _ in slow]))
+    curve = tuple(sorted((stride, max(0.0, extra)) for extra, stride in slow))
     return (float(np.median(narrow)) if narrow else every, min_extent,
-            float(np.median(wide)) if wide else every)
-
-
-def _column_curve(samples: Sequence[Sample], bandwidth: float, cache_bandwidth: float,
-                  min_extent: int) -> tuple[tuple[int, float], ...]:
-    """``(stride, extra passes)`` of every ``column_R``/``row_R`` pair from ``min_extent`` on,
-    strides ascending, each at least 0 (empty without the pairs)."""
-    pairs = _extra_passes(samples, "column_", "row_", bandwidth, cache_bandwidth)
-    return tuple(sorted((stride, max(0.0, extra)) for r, (extra, stride) in pairs.items()
-                        if r >= min_extent))
+            float(np.median(wide)) if wide else every, curve)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "solver"))
-from oracle import brute_force, random_raw  # noqa: E402
-from test_dual_bound import random_tree, with_binding_limit  # noqa: E402
+from oracle import brute_force  # noqa: E402
+from test_dual_bound import binding_limit_problems, random_tree  # noqa: E402
 from test_reductions import build  # noqa: E402
 
 from bench.dual_bound import local_polytope_lp  # noqa: E402
@@ -34,14 +34,7 @@ def test_the_lp_of_a_tree_is_its_optimum(seed: int) -> None:
 
 def test_the_lp_with_memory_rows_lies_between_the_dual_bound_and_the_optimum() -> None:
     checked = 0
-    for seed in range(40):
-        rng = np.random.default_rng(5500 + seed)
-        raw = random_raw(rng, nodes=int(rng.integers(4, 8)), max_labels=3,
-                         density=float(rng.uniform(0.3, 0.9)), ties=0, memory=True)
-        optima = with_binding_limit(raw)
-        if optima is None:
-            continue
-        problem = build(raw)
+    for seed, _, problem, optima in binding_limit_problems(5500, range(40), (4, 8), 3):
         value = local_polytope_lp(problem, 60.0)
         assert value is not None, f"seed {seed}"
         assert dual_bound(problem, 30.0) <= math.ceil(value - 1e-6), f"seed {seed}"

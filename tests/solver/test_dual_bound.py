@@ -4,6 +4,7 @@ without memory, never below the trivial bound, exact on trees and chains."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pytest
@@ -39,6 +40,25 @@ def with_binding_limit(raw: Raw) -> tuple[int, int] | None:
     raw.limit = peak_memory(build(raw), relaxed[1]) - 1
     full = brute_force(raw)
     return None if full is None else (relaxed[0], full[0])
+
+
+def binding_limit_problems(first_seed: int, seeds: Iterable[int], nodes: tuple[int, int],
+                           labels: int | tuple[int, int], forbid_pairs: bool = False
+                           ) -> Iterator[tuple[int, np.random.Generator, Problem, tuple[int, int]]]:
+    """``(seed, its generator, problem, optima)`` of random loopy problems with memory whose
+    limit binds (:func:`with_binding_limit`), one per seed where both optima exist: node
+    counts drawn from ``nodes``, labels per node at most ``labels`` (or drawn from it)."""
+    for seed in seeds:
+        rng = np.random.default_rng(first_seed + seed)
+        count = int(rng.integers(*nodes))
+        most = labels if isinstance(labels, int) else int(rng.integers(*labels))
+        density = float(rng.uniform(0.3, 0.9))
+        extra = {"forbid_pairs": float(rng.uniform(0, 0.2))} if forbid_pairs else {}
+        raw = random_raw(rng, nodes=count, max_labels=most, density=density, ties=0,
+                         memory=True, **extra)
+        optima = with_binding_limit(raw)
+        if optima is not None:
+            yield seed, rng, build(raw), optima
 
 
 def random_tree(rng: np.random.Generator, nodes: int, chain: bool) -> Raw:
@@ -135,15 +155,8 @@ def test_both_multiplier_stages_below_the_optimum(block: int, exact: bool,
     if not exact:
         monkeypatch.setattr(solver.dual_bound, "EXACT_ENTRIES", -1)
     above_relaxed = tried = 0
-    for seed in range(block * 60, block * 60 + 60):
-        rng = np.random.default_rng(9100 + seed)
-        raw = random_raw(rng, nodes=int(rng.integers(3, 9)), max_labels=int(rng.integers(2, 4)),
-                         density=float(rng.uniform(0.3, 0.9)), ties=0, memory=True,
-                         forbid_pairs=float(rng.uniform(0, 0.2)))
-        optima = with_binding_limit(raw)
-        if optima is None:
-            continue
-        problem = build(raw)
+    for seed, rng, problem, optima in binding_limit_problems(
+            9100, range(block * 60, block * 60 + 60), (3, 9), (2, 4), forbid_pairs=True):
         got = dual_bound_detail(problem, 30.0, sweeps=40)
         assert got == dual_bound_detail(problem, 30.0, sweeps=40), f"seed {seed}"
         assert got.value <= optima[1], f"seed {seed}"
@@ -345,14 +358,7 @@ def test_exact_multipliers_scaled_up_where_they_stopped(monkeypatch: pytest.Monk
     # stop, the search over a scale of their multipliers raises the bound on some and lowers
     # it on none, and the bound stays at most the brute-force optimum with the rule.
     raised = 0
-    for seed in range(120):
-        rng = np.random.default_rng(777000 + seed)
-        raw = random_raw(rng, nodes=int(rng.integers(4, 9)), max_labels=int(rng.integers(2, 5)),
-                         density=float(rng.uniform(0.3, 0.9)), ties=0, memory=True)
-        optima = with_binding_limit(raw)
-        if optima is None:
-            continue
-        problem = build(raw)
+    for seed, _, problem, optima in binding_limit_problems(777000, range(120), (4, 9), (2, 5)):
         scaled = dual_bound(problem, 30.0)
         with monkeypatch.context() as patch:
             patch.setattr(solver.dual_bound, "_SCALE_SWEEPS", 0)
