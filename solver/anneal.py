@@ -36,11 +36,13 @@ TEMPERATURE = 1e-2
 
 
 def anneal(problem: Problem, labels: Sequence[int], moves: int, seed: int = 0,
-           deadline: float | None = None, rounds: int = 1) -> tuple[tuple[int, ...], int]:
+           deadline: float | None = None, rounds: int = 1,
+           temperatures: Sequence[float] = (TEMPERATURE,)) -> tuple[tuple[int, ...], int]:
     """The cheapest answer met on ``rounds`` walks of ``moves`` moves each, the first
     from ``labels`` (which must keep every rule and the memory limit), each next one
     reheated from the cheapest so far with the next seed; with its cost. ``labels``
     themselves when no cheaper answer was met. Problems with ties are returned unchanged.
+    Walk ``r`` starts at ``temperatures[r % len(temperatures)]`` times its start's cost.
 
     A reheat from the best lets a walk leave its basin: on contest core V, three walks
     did much better than one walk of as many moves (BENCHMARKS.md, Solver core)."""
@@ -55,37 +57,72 @@ def anneal(problem: Problem, labels: Sequence[int], moves: int, seed: int = 0,
         if deadline is not None and time.perf_counter() > deadline:
             break
         walk = _Walk(problem, list(best), best_cost)
-        found, found_cost = walk.run(moves, random.Random(seed + round_), deadline)
+        hot = temperatures[round_ % len(temperatures)] * max(1, best_cost)
+        found, found_cost = walk.run(moves, hot, random.Random(seed + round_), deadline)
         if found_cost < best_cost:
             best, best_cost = found, found_cost
     return tuple(best), best_cost
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class _Shape:
+    """A node's memory uses over the intervals ``first .. last - 1`` it spans: per use
+    its interval range (relative to ``first``) and its usage per label."""
+
+    first: int
+    last: int
+    lo: np.ndarray
+    hi: np.ndarray
+    usage: np.ndarray  # uses x labels
+
+    def change(self, old: int, new: int) -> np.ndarray | None:
+        """The load change over the span when the node moves from label ``old`` to
+        ``new`` (``None`` when no use changes): one vector, so a move costs a few
+        array operations however many uses the node has (contest core Q: 180 a node)."""
+        step = self.usage[:, new] - self.usage[:, old]
+        moved = step != 0
+        if not moved.any():
+            return None
+        width = self.last - self.first
+        edges = (np.bincount(self.lo[moved], step[moved], width + 1)
+                 - np.bincount(self.hi[moved], step[moved], width + 1))
+        return np.cumsum(np.rint(edges[:-1]).astype(np.int64))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class _Profile:
-    """The load over the elementary time intervals of a problem, and per node its
-    uses as ``(first interval, end interval, usage per label)``."""
+    """The load over the elementary time intervals of a problem, and per node the
+    shape of its uses (``None`` for a node without any)."""
 
     load: np.ndarray
-    uses: list[list[tuple[int, int, list[int]]]]
+    shapes: list[_Shape | None]
 
     @staticmethod
     def build(problem: Problem, labels: Sequence[int]) -> _Profile:
         times = _times(problem)
         delta = np.zeros(len(times) + 1, np.int64)
-        uses: list[list[tuple[int, int, list[int]]]] = [[] for _ in range(problem.num_nodes)]
+        spans: list[list[tuple[int, int, np.ndarray]]] = [[] for _ in range(problem.num_nodes)]
         for use in problem.memory:
             if use.start < use.end:
                 lo, hi = int(np.searchsorted(times, use.start)), int(np.searchsorted(times, use.end))
-                amounts = [int(x) for x in use.usage]
-                uses[use.node].append((lo, hi, amounts))
+                amounts = np.asarray(use.usage, np.int64)
+                spans[use.node].append((lo, hi, amounts))
                 delta[lo] += amounts[labels[use.node]]
                 delta[hi] -= amounts[labels[use.node]]
         for fixed in problem.fixed_memory:
             if fixed.start < fixed.end:
                 delta[np.searchsorted(times, fixed.start)] += fixed.amount
                 delta[np.searchsorted(times, fixed.end)] -= fixed.amount
-        return _Profile(np.cumsum(delta[:-1]), uses)
+        return _Profile(np.cumsum(delta[:-1]), [_shape(own) for own in spans])
+
+
+def _shape(own: list[tuple[int, int, np.ndarray]]) -> _Shape | None:
+    if not own:
+        return None
+    lo = np.array([u[0] for u in own], np.int64)
+    hi = np.array([u[1] for u in own], np.int64)
+    first, last = int(lo.min()), int(hi.max())
+    return _Shape(first, last, lo - first, hi - first, np.stack([u[2] for u in own]))
 
 
 def _times(problem: Problem) -> np.ndarray:
@@ -115,13 +152,6 @@ class _Walk:
                 self.usage[use.node] = [x + int(y) for x, y in zip(self.usage[use.node], use.usage)]
         self.limit = problem.memory_limit
 
-    def _local(self, node: int) -> int:
-        label = self.labels[node]
-        total = self.unary[node][label]
-        for other, table in self.adjacent[node]:
-            total += table[label][self.labels[other]]
-        return total
-
     def _single_change(self, node: int, label: int) -> int | None:
         """The cost change of moving ``node`` alone to ``label``; None when a
         neighbour would be left on a forbidden pair."""
@@ -150,18 +180,20 @@ class _Walk:
 
     def _cost_change(self, moved: dict[int, int]) -> int:
         """Apply ``moved`` to the labels; the cost change (edges among moved nodes once)."""
-        old = {node: self.labels[node] for node in moved}
-        before = sum(self._local(node) for node in moved)
+        labels = self.labels
+        change = 0
         for node, label in moved.items():
-            self.labels[node] = label
-        after = sum(self._local(node) for node in moved)
-        inner_before = inner_after = 0
-        for node in moved:
+            previous = labels[node]
+            change += self.unary[node][label] - self.unary[node][previous]
             for other, table in self.adjacent[node]:
-                if other in moved and node < other:
-                    inner_before += table[old[node]][old[other]]
-                    inner_after += table[self.labels[node]][self.labels[other]]
-        return (after - inner_after) - (before - inner_before)
+                if other not in moved:
+                    now = labels[other]
+                    change += table[label][now] - table[previous][now]
+                elif node < other:
+                    change += table[label][moved[other]] - table[previous][labels[other]]
+        for node, label in moved.items():
+            labels[node] = label
+        return change
 
     def _fits(self, old: dict[int, int]) -> bool:
         """Apply the moved nodes' usage changes to the load; undo them and say False
@@ -171,23 +203,21 @@ class _Walk:
         load = self.profile.load
         changed = []
         for node, previous in old.items():
-            label = self.labels[node]
-            for lo, hi, amounts in self.profile.uses[node]:
-                change = amounts[label] - amounts[previous]
-                if change:
-                    load[lo:hi] += change
-                    changed.append((lo, hi, change))
-        if all(change < 0 or load[lo:hi].max() <= self.limit for lo, hi, change in changed):
+            shape = self.profile.shapes[node]
+            change = None if shape is None else shape.change(previous, self.labels[node])
+            if change is not None:
+                load[shape.first:shape.last] += change
+                changed.append((shape.first, shape.last, change))
+        if all(load[lo:hi].max() <= self.limit for lo, hi, _ in changed):
             return True
         for lo, hi, change in changed:
             load[lo:hi] -= change
         return False
 
-    def run(self, moves: int, rng: random.Random, deadline: float | None
+    def run(self, moves: int, hot: float, rng: random.Random, deadline: float | None
             ) -> tuple[list[int], int]:
         n = len(self.labels)
         best, best_cost = list(self.labels), self.cost
-        hot = TEMPERATURE * max(1, self.cost)
         for step in range(moves):
             if deadline is not None and step % 1024 == 0 and time.perf_counter() > deadline:
                 break

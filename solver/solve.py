@@ -12,8 +12,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from solver import cpsat, lns
-from solver.anneal import anneal
+from solver.anneal import TEMPERATURE, anneal
 from solver.beside import NotBeside, beside
 from solver.dual_bound import DualBound, dual_bound, dual_bound_detail
 from solver.errors import BuildTimeout, ProblemError, SolveError
@@ -89,6 +91,20 @@ ANNEAL_SHARE = 0.6
 #: A move's estimated seconds (contest V: 15.0 s for 3 walks of 388,500 moves on
 #: 2026-11-27).
 ANNEAL_MOVE_SECONDS = 1.3e-5
+#: Denser cores modelled whole (more than ANNEAL_USES_PER_NODE uses a node: contest A, C,
+#: D, Q) are annealed cooler after CP-SAT, from its answer: ANNEAL_ROUNDS walks starting
+#: at COOL_TEMPERATURES in turn (a share of the start's cost). At the sparse cores'
+#: temperature their walks find nothing, while cooler ones from CP-SAT's answers took
+#: contest core A from 1.0032 to 1.0013 of the best published and Q from 1.0039 to
+#: 1.00002 (whole solves; the walks land in one of a few basins, and which one moves
+#: with the temperatures: Q reached 0.993 in a longer walk; BENCHMARKS.md, Solver core).
+#: Their moves cost more: a move's estimated seconds are COOL_MOVE_SECONDS times 1 + the
+#: mean squared degree / 16 + the memory uses per node / 40 (contest cores A, C, D, Q,
+#: V: 57, 14, 17, 24 and 7 microseconds a move on 2026-11-29), and the walks are as
+#: long as fit in COOL_SHARE of the time limit, planned before CP-SAT's work is sized.
+COOL_TEMPERATURES = (1e-3, 3e-4)
+COOL_MOVE_SECONDS = 4e-6
+COOL_SHARE = 0.3
 #: The annealed answer then goes to shifted windows (:func:`solver.lns.improve_shifted`):
 #: at most ANNEALED_WINDOWS windows of ANNEALED_WINDOW nodes, within WINDOWS_SHARE of the
 #: time left (a safety net), before CP-SAT gets the whole model for the rest. On contest
@@ -442,8 +458,9 @@ def _search(core: Problem, model: cpsat.LabelModel | None, start: Answer | None,
     if start is not None:
         cpsat.add_hint(model, start.labels)
         laps.lap("add-hint")
+    cool = _cool_moves(core, plan, COOL_SHARE * options.time_limit)
     return _at_least(_model_search(core, model, start, first_ms, options, deadline, laps, plan,
-                                   dual, report), dual)
+                                   dual, report, cool), dual)
 
 
 def _multipliers(dual: DualBound | None) -> tuple[float, ...] | None:
@@ -463,6 +480,22 @@ def _anneals(core: Problem) -> bool:
     return (core.memory_limit is not None and bool(core.memory) and not core.ties
             and ANNEAL_MIN_NODES <= core.num_nodes <= ANNEAL_NODES
             and len(core.memory) <= ANNEAL_USES_PER_NODE * core.num_nodes)
+
+
+def _anneals_cool(core: Problem) -> bool:
+    return (core.memory_limit is not None and bool(core.memory) and not core.ties
+            and ANNEAL_MIN_NODES <= core.num_nodes <= ANNEAL_NODES
+            and len(core.memory) > ANNEAL_USES_PER_NODE * core.num_nodes)
+
+
+def _move_seconds(core: Problem) -> float:
+    """A cool walk's estimated seconds a move on ``core`` (COOL_MOVE_SECONDS)."""
+    degree = np.zeros(core.num_nodes)
+    for edge in core.edges:
+        degree[edge.u] += 1
+        degree[edge.v] += 1
+    n = max(1, core.num_nodes)
+    return COOL_MOVE_SECONDS * (1 + float((degree ** 2).mean()) / 16 + len(core.memory) / n / 40)
 
 
 def _penalised(core: Problem) -> bool:
@@ -571,9 +604,30 @@ def _annealed(core: Problem, start: Answer, deadline: float, laps: Laps, plan: P
               ) -> Answer:
     """``start`` improved by annealing (a fixed number of moves; the clock only cuts it)."""
     moves = min(ANNEAL_MOVES, ANNEAL_MOVES_PER_NODE * core.num_nodes)
-    cut = time.perf_counter() + ANNEAL_SHARE * max(0.0, deadline - time.perf_counter())
-    labels, _ = anneal(core, start.labels, moves, deadline=cut, rounds=ANNEAL_ROUNDS)
     plan.spend(ANNEAL_MOVE_SECONDS * moves * ANNEAL_ROUNDS)
+    return _walked(core, start, deadline, laps, moves, (TEMPERATURE,))
+
+
+def _cool_moves(core: Problem, plan: Plan, seconds: float) -> tuple[int, float]:
+    """The moves of each of a cool core's walks after CP-SAT and their estimated seconds
+    (0 for other cores): as many as fit in ``seconds`` of the plan, which spends them
+    now, before CP-SAT's work is sized from what is left."""
+    if not _anneals_cool(core):
+        return 0, 0.0
+    each = _move_seconds(core) * ANNEAL_ROUNDS
+    moves = plan.fitting(each, min(ANNEAL_MOVES, ANNEAL_MOVES_PER_NODE * core.num_nodes),
+                         seconds)
+    plan.spend(each * moves)
+    return moves, each * moves
+
+
+def _walked(core: Problem, start: Answer, deadline: float, laps: Laps, moves: int,
+            temperatures: Sequence[float]) -> Answer:
+    """``start`` improved by ANNEAL_ROUNDS walks of ``moves`` moves (the clock only cuts
+    them, at ANNEAL_SHARE of the time left)."""
+    cut = time.perf_counter() + ANNEAL_SHARE * max(0.0, deadline - time.perf_counter())
+    labels, _ = anneal(core, start.labels, moves, deadline=cut, rounds=ANNEAL_ROUNDS,
+                       temperatures=temperatures)
     laps.lap("anneal")
     found = _feasible(core, labels)
     return found if found is not None and found.cost < start.cost else start
@@ -648,7 +702,8 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
 def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
                   first_ms: float | None, options: SolveOptions, deadline: float,
                   laps: Laps, plan: Plan, earlier: DualBound | None = None,
-                  report: SearchCallback | None = None) -> Search:
+                  report: SearchCallback | None = None,
+                  cool: tuple[int, float] = (0, 0.0)) -> Search:
     """CP-SAT on the whole model (hinted with ``start``); in the reproducible mode with
     the plan's work left (CPSAT_WORK_PER_SECOND deterministic units per estimated
     second) unless the options set a budget; with memory rows a slice of the time is
@@ -660,7 +715,9 @@ def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
     if options.deterministic and options.deterministic_time is None:
         options = replace(options, deterministic_time=CPSAT_WORK_PER_SECOND
                           * max(plan.left(), CPSAT_LEAST_SHARE * options.time_limit))
-    raw = cpsat.solve_model(model, options, deadline - time.perf_counter() - keep, report)
+    walks = min(cool[1], max(0.0, left - keep) / 2)  # CP-SAT's wall limit leaves them room
+    raw = cpsat.solve_model(model, options, deadline - time.perf_counter() - keep - walks,
+                            report)
     laps.lap("cpsat")
     best = start
     if raw.labels is not None:
@@ -674,6 +731,8 @@ def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
             best = answer
             if first_ms is None:
                 first_ms = laps.elapsed_ms()
+    if cool[0] and best is not None and raw.status != Status.OPTIMAL:
+        best = _walked(core, best, deadline - keep, laps, cool[0], COOL_TEMPERATURES)
     bound = max(trivial_bound(core), raw.bound if raw.bound is not None else 0)
     if (keep and raw.status in (Status.FEASIBLE, Status.UNKNOWN) and best is not None
             and bound < best.cost):
