@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import numpy as np
 import pytest
-from oracle import brute_force, cost_of, random_raw
+from oracle import Raw, brute_force, cost_of, random_raw
 from test_reductions import build
 
-from solver.anneal import anneal
+from solver.anneal import _Profile, _Walk, anneal
 from solver.errors import ProblemError
 
 
@@ -60,3 +61,54 @@ def test_annealing_refuses_an_infeasible_start() -> None:
                 anneal(build(raw), bad, moves=10)
             return
     pytest.fail("no infeasible labels among the random problems")
+
+
+def _dense(rng: np.random.Generator, nodes: int, uses: int) -> tuple[Raw, tuple[int, ...]]:
+    """A chain whose nodes each hold ``uses`` memory uses over overlapping intervals, and
+    a start that keeps its limit: the labels of least usage, the limit a fifth above
+    their peak load."""
+    raw = Raw([rng.integers(0, 30, 3).tolist() for _ in range(nodes)])
+    for v in range(nodes - 1):
+        raw.edges.append((v, v + 1, rng.integers(0, 40, (3, 3)).tolist()))
+    for v in range(nodes):
+        for _ in range(uses):
+            start = int(rng.integers(0, nodes))
+            raw.memory.append((v, start, start + int(rng.integers(1, 6)),
+                               rng.integers(0, 9, 3).tolist()))
+    usage = np.zeros((nodes, 3), np.int64)
+    for v, _, _, amounts in raw.memory:
+        usage[v] += amounts
+    start = tuple(int(x) for x in usage.argmin(axis=1))
+    load = np.zeros(2 * nodes + 6, np.int64)
+    for v, lo, hi, amounts in raw.memory:
+        load[lo:hi] += amounts[start[v]]
+    raw.limit = int(1.2 * load.max()) + 1
+    return raw, start
+
+
+def test_a_walk_keeps_its_load_equal_to_the_loads_of_its_labels() -> None:
+    """After every walk the incrementally kept load (one vector per moved node) is the
+    load computed afresh from the walk's labels, on nodes of many uses each; the answers
+    keep every rule and the limit (the independent oracle's cost)."""
+    for seed in range(12):
+        rng = np.random.default_rng(700 + seed)
+        raw, start = _dense(rng, nodes=30, uses=int(rng.integers(2, 7)))
+        problem = build(raw)
+        walk = _Walk(problem, list(start), cost_of(raw, start))
+        walk.run(3000, 5.0, random.Random(seed), None)
+        assert np.array_equal(walk.profile.load, _Profile.build(problem, walk.labels).load)
+        assert cost_of(raw, walk.labels) == walk.cost, seed
+        labels, cost = anneal(problem, start, moves=3000, seed=seed, rounds=3,
+                              temperatures=(1e-2, 1e-3))
+        assert cost_of(raw, labels) == cost < cost_of(raw, start), seed
+
+
+def test_walks_take_their_temperatures_in_turn() -> None:
+    """Walk ``r`` starts at ``temperatures[r % len]``: one walk sees only the first
+    temperature, and a list of one temperature is that temperature on every walk."""
+    raw, start = _dense(np.random.default_rng(3), nodes=20, uses=3)
+    problem = build(raw)
+    one = anneal(problem, start, moves=500, rounds=1, temperatures=(1e-3,))
+    assert anneal(problem, start, moves=500, rounds=1, temperatures=(1e-3, 0.5)) == one
+    assert (anneal(problem, start, moves=500, rounds=3, temperatures=(0.2,))
+            == anneal(problem, start, moves=500, rounds=3, temperatures=(0.2, 0.2, 0.2)))
