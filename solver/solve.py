@@ -706,7 +706,9 @@ def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
                   cool: tuple[int, float] = (0, 0.0)) -> Search:
     """CP-SAT on the whole model (hinted with ``start``); in the reproducible mode with
     the plan's work left (CPSAT_WORK_PER_SECOND deterministic units per estimated
-    second) unless the options set a budget; with memory rows a slice of the time is
+    second) unless the options set a budget; ``cool``: the moves of the cool walks from
+    CP-SAT's answer when it does not prove it (:func:`_cool_moves`) and their estimated
+    seconds, kept from CP-SAT's wall limit; with memory rows a slice of the time is
     kept for the dual bound in case CP-SAT does not prove its answer (from ``earlier``'s
     multipliers where an earlier stage found some)."""
     left = max(0.0, deadline - time.perf_counter())
@@ -731,9 +733,12 @@ def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
             best = answer
             if first_ms is None:
                 first_ms = laps.elapsed_ms()
-    if cool[0] and best is not None and raw.status != Status.OPTIMAL:
-        best = _walked(core, best, deadline - keep, laps, cool[0], COOL_TEMPERATURES)
     bound = max(trivial_bound(core), raw.bound if raw.bound is not None else 0)
+    if cool[0] and best is not None and raw.status != Status.OPTIMAL:
+        walked = _walked(core, best, deadline - keep, laps, cool[0], COOL_TEMPERATURES)
+        if report is not None and walked.cost < best.cost:
+            report(walked.cost, min(bound, walked.cost))
+        best = walked
     if (keep and raw.status in (Status.FEASIBLE, Status.UNKNOWN) and best is not None
             and bound < best.cost):
         bound = max(bound, dual_bound(core, max(0.0, deadline - time.perf_counter()),

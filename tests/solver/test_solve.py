@@ -322,12 +322,12 @@ def test_a_memory_bound_core_is_annealed_and_stays_reproducible(monkeypatch) -> 
 def test_a_core_of_many_uses_a_node_is_walked_after_cpsat(monkeypatch) -> None:
     """A memory-bound core modelled whole whose nodes hold more than ANNEAL_USES_PER_NODE
     uses each gets cool walks after CP-SAT, from its answer: the answer keeps every
-    rule (independent cost), costs at most CP-SAT's answer alone (the same work budget,
-    the walks turned off) and is reproducible."""
+    rule (independent cost), is reproducible, and here costs less than CP-SAT's answer
+    alone (the same work budget, the walks turned off); the report hears it last."""
     import solver.solve
 
     monkeypatch.setattr(solver.solve, "ANNEAL_MOVES_PER_NODE", 200)
-    raw = grid(10, 3, seed=21)
+    raw = grid(10, 3, seed=27)
     rng = np.random.default_rng(4)
     for node, start, end, amounts in list(raw.memory):
         for shift in range(1, 6):
@@ -343,7 +343,8 @@ def test_a_core_of_many_uses_a_node_is_walked_after_cpsat(monkeypatch) -> None:
     raw.limit = int(1.15 * load.max())  # binding, and the least usages keep it
     problem = build(raw)
     options = SolveOptions(time_limit=30.0, heuristic_time=1.0, deterministic_time=0.05)
-    got = solve(problem, options)
+    heard: list[tuple[int | None, int | None]] = []
+    got = solve(problem, options, report=lambda best, bound: heard.append((best, bound)))
     stages = [name for name, _ in got.timings_ms]
     assert "anneal" in stages and stages.index("anneal") > stages.index("cpsat"), stages
     assert got.objective == cost_of(raw, got.labels)
@@ -351,4 +352,5 @@ def test_a_core_of_many_uses_a_node_is_walked_after_cpsat(monkeypatch) -> None:
     monkeypatch.setattr(solver.solve, "_anneals_cool", lambda core: False)
     alone = solve(problem, options)
     assert "anneal" not in dict(alone.timings_ms)
-    assert got.objective <= alone.objective
+    assert got.objective < alone.objective
+    assert heard[-1][0] == got.objective
