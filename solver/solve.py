@@ -79,10 +79,10 @@ MEMORY_DUAL_SECONDS = 5.0
 ANNEAL_NODES = 2000
 #: Smaller cores are left to CP-SAT alone: it proves them in well under a second.
 ANNEAL_MIN_NODES = 64
-#: Nor is a core annealed whose nodes carry more memory uses than this on average:
-#: there each move updates many intervals, and on contest cores C, D, Q (many uses per
-#: node after the reductions) annealing found nothing cheaper than the start while
-#: CP-SAT improves it (BENCHMARKS.md, Solver core).
+#: Nor is a core annealed before CP-SAT whose nodes carry more memory uses than this on
+#: average: on contest cores C, D, Q (many uses per node after the reductions) walks at
+#: TEMPERATURE found nothing cheaper than the start while CP-SAT improves it
+#: (BENCHMARKS.md, Solver core); such cores are walked cooler after CP-SAT (below).
 ANNEAL_USES_PER_NODE = 4
 ANNEAL_MOVES_PER_NODE = 1500
 ANNEAL_MOVES = 400_000
