@@ -476,24 +476,31 @@ def _at_least(found: Search, dual: DualBound | None) -> Search:
     return replace(found, bound=dual.value, status=_status(dual.value, found.best.cost))
 
 
-def _anneals(core: Problem) -> bool:
+def _walkable(core: Problem) -> bool:
+    """A memory-limited core without ties of ANNEAL_MIN_NODES to ANNEAL_NODES nodes."""
     return (core.memory_limit is not None and bool(core.memory) and not core.ties
-            and ANNEAL_MIN_NODES <= core.num_nodes <= ANNEAL_NODES
-            and len(core.memory) <= ANNEAL_USES_PER_NODE * core.num_nodes)
+            and ANNEAL_MIN_NODES <= core.num_nodes <= ANNEAL_NODES)
+
+
+def _anneals(core: Problem) -> bool:
+    """Annealed before CP-SAT: a walkable core of few uses a node."""
+    return _walkable(core) and len(core.memory) <= ANNEAL_USES_PER_NODE * core.num_nodes
 
 
 def _anneals_cool(core: Problem) -> bool:
-    return (core.memory_limit is not None and bool(core.memory) and not core.ties
-            and ANNEAL_MIN_NODES <= core.num_nodes <= ANNEAL_NODES
-            and len(core.memory) > ANNEAL_USES_PER_NODE * core.num_nodes)
+    """Walked cooler after CP-SAT: a walkable core of many uses a node."""
+    return _walkable(core) and len(core.memory) > ANNEAL_USES_PER_NODE * core.num_nodes
+
+
+def _anneal_moves(core: Problem) -> int:
+    """The most moves of one walk on ``core``."""
+    return min(ANNEAL_MOVES, ANNEAL_MOVES_PER_NODE * core.num_nodes)
 
 
 def _move_seconds(core: Problem) -> float:
     """A cool walk's estimated seconds a move on ``core`` (COOL_MOVE_SECONDS)."""
-    degree = np.zeros(core.num_nodes)
-    for edge in core.edges:
-        degree[edge.u] += 1
-        degree[edge.v] += 1
+    ends = [end for edge in core.edges for end in (edge.u, edge.v)]
+    degree = np.bincount(np.array(ends, np.int64), minlength=core.num_nodes)
     n = max(1, core.num_nodes)
     return COOL_MOVE_SECONDS * (1 + float((degree ** 2).mean()) / 16 + len(core.memory) / n / 40)
 
@@ -603,7 +610,7 @@ def _narrowed_penalty_searched(core: Problem, start: Answer, deadline: float, la
 def _annealed(core: Problem, start: Answer, deadline: float, laps: Laps, plan: Plan
               ) -> Answer:
     """``start`` improved by annealing (a fixed number of moves; the clock only cuts it)."""
-    moves = min(ANNEAL_MOVES, ANNEAL_MOVES_PER_NODE * core.num_nodes)
+    moves = _anneal_moves(core)
     plan.spend(ANNEAL_MOVE_SECONDS * moves * ANNEAL_ROUNDS)
     return _walked(core, start, deadline, laps, moves, (TEMPERATURE,))
 
@@ -615,8 +622,7 @@ def _cool_moves(core: Problem, plan: Plan, seconds: float) -> tuple[int, float]:
     if not _anneals_cool(core):
         return 0, 0.0
     each = _move_seconds(core) * ANNEAL_ROUNDS
-    moves = plan.fitting(each, min(ANNEAL_MOVES, ANNEAL_MOVES_PER_NODE * core.num_nodes),
-                         seconds)
+    moves = plan.fitting(each, _anneal_moves(core), seconds)
     plan.spend(each * moves)
     return moves, each * moves
 

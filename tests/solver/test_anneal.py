@@ -103,12 +103,23 @@ def test_a_walk_keeps_its_load_equal_to_the_loads_of_its_labels() -> None:
         assert cost_of(raw, labels) == cost < cost_of(raw, start), seed
 
 
-def test_walks_take_their_temperatures_in_turn() -> None:
-    """Walk ``r`` starts at ``temperatures[r % len]``: one walk sees only the first
-    temperature, and a list of one temperature is that temperature on every walk."""
+def test_walks_take_their_temperatures_in_turn(monkeypatch) -> None:
+    """Walk ``r`` starts at ``temperatures[r % len]`` times the cost it starts from (the
+    cheapest so far), whatever came before it."""
     raw, start = _dense(np.random.default_rng(3), nodes=20, uses=3)
     problem = build(raw)
-    one = anneal(problem, start, moves=500, rounds=1, temperatures=(1e-3,))
-    assert anneal(problem, start, moves=500, rounds=1, temperatures=(1e-3, 0.5)) == one
-    assert (anneal(problem, start, moves=500, rounds=3, temperatures=(0.2,))
-            == anneal(problem, start, moves=500, rounds=3, temperatures=(0.2, 0.2, 0.2)))
+    heard: list[tuple[float, int]] = []
+    run = _Walk.run
+
+    def recorded(walk, moves, hot, rng, deadline):
+        heard.append((hot, walk.cost))
+        return run(walk, moves, hot, rng, deadline)
+
+    monkeypatch.setattr(_Walk, "run", recorded)
+    temperatures = (0.2, 1e-3, 0.05)
+    anneal(problem, start, moves=500, rounds=5, temperatures=temperatures)
+    assert len(heard) == 5
+    assert heard[0][1] == cost_of(raw, start)
+    for r, (hot, cost) in enumerate(heard):
+        assert hot == temperatures[r % 3] * cost, r
+    assert [cost for _, cost in heard] == sorted((cost for _, cost in heard), reverse=True)
