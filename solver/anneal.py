@@ -15,6 +15,11 @@ one that costs ``delta`` more is taken with probability ``exp(-delta / T)``,
 
 Deterministic: a seeded generator and a fixed number of moves (the wall clock
 only cuts the walk short at ``deadline``).
+
+Kicks (:func:`blocked_moves`, :func:`kick`) reach what the walks refuse: a move
+that would be cheaper but breaks the limit is taken anyway, and the memory it
+overdraws is freed by greedy moves of other nodes, each the cheapest a byte freed
+where the load is highest; a search then settles the neighbourhood.
 """
 
 from __future__ import annotations
@@ -195,11 +200,9 @@ class _Walk:
             labels[node] = label
         return change
 
-    def _fits(self, old: dict[int, int]) -> bool:
-        """Apply the moved nodes' usage changes to the load; undo them and say False
-        when the limit breaks."""
-        if self.limit is None:
-            return True
+    def _loaded(self, old: dict[int, int]) -> list[tuple[int, int, np.ndarray]]:
+        """Apply the moved nodes' usage changes (from their ``old`` labels) to the load;
+        the changes applied, as (first, last, change)."""
         load = self.profile.load
         changed = []
         for node, previous in old.items():
@@ -208,11 +211,41 @@ class _Walk:
             if change is not None:
                 load[shape.first:shape.last] += change
                 changed.append((shape.first, shape.last, change))
-        if all(load[lo:hi].max() <= self.limit for lo, hi, _ in changed):
+        return changed
+
+    def _fits(self, old: dict[int, int]) -> bool:
+        """Apply the moved nodes' usage changes to the load; undo them and say False
+        when the limit breaks."""
+        if self.limit is None:
             return True
-        for lo, hi, change in changed:
-            load[lo:hi] -= change
+        changed = self._loaded(old)
+        if self._within(changed):
+            return True
+        self._unloaded(changed)
         return False
+
+    def _within(self, changed: list[tuple[int, int, np.ndarray]]) -> bool:
+        load = self.profile.load
+        return all(load[lo:hi].max() <= self.limit for lo, hi, _ in changed)
+
+    def _unloaded(self, changed: list[tuple[int, int, np.ndarray]]) -> None:
+        for lo, hi, change in changed:
+            self.profile.load[lo:hi] -= change
+
+    def _moved(self, node: int, label: int) -> tuple[dict[int, int], int] | None:
+        """Move ``node`` to ``label`` with the neighbours it pushes along (the labels
+        changed, the load not): their old labels and the cost change; None (nothing
+        changed) when some neighbour cannot follow."""
+        change = self._single_change(node, label)
+        if change is not None:
+            old = {node: self.labels[node]}
+            self.labels[node] = label
+            return old, change
+        moved = {node: label}
+        if not self._follow(node, label, moved):
+            return None
+        old = {x: self.labels[x] for x in moved}
+        return old, self._cost_change(moved)
 
     def run(self, moves: int, hot: float, rng: random.Random, deadline: float | None
             ) -> tuple[list[int], int]:
@@ -226,17 +259,10 @@ class _Walk:
             label = choices[rng.randrange(len(choices))]
             if label == self.labels[node]:
                 continue
-            change = self._single_change(node, label)
-            if change is None:
-                # Some neighbour must follow: the compound move.
-                moved = {node: label}
-                if not self._follow(node, label, moved):
-                    continue
-                old = {x: self.labels[x] for x in moved}
-                change = self._cost_change(moved)
-            else:
-                old = {node: self.labels[node]}
-                self.labels[node] = label
+            found = self._moved(node, label)
+            if found is None:
+                continue
+            old, change = found
             temperature = hot * (1.0 - step / moves) ** 2
             taken = change <= 0 or (change < FORBIDDEN // 2 and temperature > 0 and
                                     rng.random() < math.exp(-change / temperature))
@@ -248,3 +274,100 @@ class _Walk:
             if self.cost < best_cost:
                 best, best_cost = list(self.labels), self.cost
         return best, best_cost
+
+
+
+def blocked_moves(problem: Problem, labels: Sequence[int], least: int
+                  ) -> list[tuple[int, int, int]]:
+    """The walk's moves from ``labels`` (one node to another label, the neighbours its
+    forbidden pairs push along) that would lower the cost by at least ``least`` but
+    that the memory limit refuses, as (gain, node, label), the largest gain first
+    (ties: lower node, lower label). Empty without a memory limit or with ties.
+
+    After the walks these are the cheaper answers no single move reaches: on contest
+    core Q one node could shed 1.8e9 (0.34 % of the cost) but for memory over the
+    limit at one time (BENCHMARKS.md, Solver core)."""
+    start = [int(x) for x in labels]
+    cost = evaluate(problem, start)
+    if problem.memory_limit is None or cost is None or problem.ties:
+        return []
+    walk = _Walk(problem, start, cost)
+    found = []
+    for node in range(problem.num_nodes):
+        for label in walk.allowed[node]:
+            moved = None if label == start[node] else walk._moved(node, label)
+            if moved is None:
+                continue
+            old, change = moved
+            if -change >= least:
+                changed = walk._loaded(old)
+                if not walk._within(changed):
+                    found.append((-change, node, label))
+                walk._unloaded(changed)
+            for x, previous in old.items():
+                walk.labels[x] = previous
+    return sorted(found, key=lambda g: (-g[0], g[1], g[2]))
+
+
+def kick(problem: Problem, labels: Sequence[int], node: int, label: int,
+         deadline: float | None = None) -> tuple[int, ...] | None:
+    """``labels`` with ``node`` moved to ``label`` (the neighbours its forbidden pairs
+    push along following), then the memory that overdraws freed: while the load
+    passes the limit, at the most loaded time, the single move of another node that
+    frees memory there at the least cost a byte freed (counting at most the excess),
+    ties to the lower node and label. None when no move frees memory there, after
+    REPAIR_STEPS_PER_NODE steps a node, or at ``deadline``. The answer keeps every
+    rule and the limit, and may cost more than ``labels``: a search settles it."""
+    start = [int(x) for x in labels]
+    cost = evaluate(problem, start)
+    if problem.memory_limit is None or cost is None or problem.ties:
+        return None
+    walk = _Walk(problem, start, cost)
+    moved = walk._moved(node, label)
+    if moved is None:
+        return None
+    held = set(moved[0])
+    walk._loaded(moved[0])
+    for step in range(REPAIR_STEPS_PER_NODE * problem.num_nodes):
+        load = walk.profile.load
+        worst = int(np.argmax(load))
+        excess = int(load[worst]) - walk.limit
+        if excess <= 0:
+            return tuple(walk.labels)
+        if deadline is not None and step % 16 == 0 and time.perf_counter() > deadline:
+            return None
+        chosen = _freeing_move(walk, held, worst, excess)
+        if chosen is None:
+            return None
+        other, new = chosen
+        old = {other: walk.labels[other]}
+        walk.labels[other] = new
+        walk._loaded(old)
+    return None
+
+
+#: :func:`kick` gives up after this many freeing moves a node.
+REPAIR_STEPS_PER_NODE = 2
+
+
+def _freeing_move(walk: _Walk, held: set[int], worst: int, excess: int
+                  ) -> tuple[int, int] | None:
+    """The single move of a node outside ``held`` that frees memory at interval
+    ``worst`` at the least cost a byte (of at most ``excess`` bytes)."""
+    best: tuple[float, int, int] | None = None
+    for other, shape in enumerate(walk.profile.shapes):
+        if shape is None or other in held or not shape.first <= worst < shape.last:
+            continue
+        at = worst - shape.first
+        there = shape.usage[(shape.lo <= at) & (at < shape.hi)].sum(axis=0)
+        freed = there[walk.labels[other]] - there
+        for new in np.flatnonzero(freed > 0).tolist():
+            if walk.unary[other][new] >= FORBIDDEN:
+                continue
+            change = walk._single_change(other, new)
+            if change is None:
+                continue
+            price = max(change, 0) / min(int(freed[new]), excess)
+            if best is None or price < best[0]:
+                best = (price, other, new)
+    return None if best is None else (best[1], best[2])

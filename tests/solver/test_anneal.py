@@ -11,7 +11,7 @@ import pytest
 from oracle import Raw, brute_force, cost_of, random_raw
 from test_reductions import build
 
-from solver.anneal import _Profile, _Walk, anneal
+from solver.anneal import _Profile, _Walk, anneal, blocked_moves, kick
 from solver.errors import ProblemError
 
 
@@ -123,3 +123,66 @@ def test_walks_take_their_temperatures_in_turn(monkeypatch) -> None:
     for r, (hot, cost) in enumerate(heard):
         assert hot == temperatures[r % 3] * cost, r
     assert [cost for _, cost in heard] == sorted((cost for _, cost in heard), reverse=True)
+
+
+def _blocked_by_brute_force(raw: Raw, start: tuple[int, ...], least: int) -> list[tuple]:
+    """Every single move from ``start`` at least ``least`` cheaper without the limit
+    that breaks it (the oracle's cost with and without the limit)."""
+    free = Raw(raw.unary, raw.edges, memory=raw.memory)
+    base = cost_of(raw, start)
+    found = []
+    for v, unary in enumerate(raw.unary):
+        for a in range(len(unary)):
+            labels = start[:v] + (a,) + start[v + 1:]
+            unlimited = cost_of(free, labels)
+            if (a != start[v] and unlimited is not None and base - unlimited >= least
+                    and cost_of(raw, labels) is None):
+                found.append((base - unlimited, v, a))
+    return sorted(found, key=lambda g: (-g[0], g[1], g[2]))
+
+
+def test_blocked_moves_are_the_cheaper_moves_the_limit_refuses() -> None:
+    """On chains without forbidden pairs (no neighbour follows), the blocked moves are
+    exactly the oracle's: the single moves at least ``least`` cheaper that break the
+    limit, largest gain first; a kick from each keeps every rule and the limit, with
+    the kicked node at its new label."""
+    listed = kicked = 0
+    for seed in range(15):
+        rng = np.random.default_rng(1300 + seed)
+        raw, start = _dense(rng, nodes=12, uses=int(rng.integers(1, 4)))
+        raw.limit = int(0.85 * raw.limit)  # nearer the start's peak: more moves refused
+        if cost_of(raw, start) is None:
+            continue
+        problem = build(raw)
+        for least in (1, 10):
+            want = _blocked_by_brute_force(raw, start, least)
+            assert blocked_moves(problem, start, least) == want, (seed, least)
+            listed += len(want)
+        for _, node, label in _blocked_by_brute_force(raw, start, 1):
+            labels = kick(problem, start, node, label)
+            if labels is not None:
+                assert labels[node] == label and cost_of(raw, labels) is not None, seed
+                kicked += 1
+    assert listed >= 20 and kicked >= 10, (listed, kicked)
+
+
+def _three() -> Raw:
+    """Node 0 saves 100 at label 1 but needs 10 bytes more at time 1, where the limit
+    binds; nodes 1 and 2 can each free 10 bytes there, at a cost of 5 and of 50."""
+    raw = Raw([[100, 0], [0, 5], [0, 50]])
+    raw.memory = [(0, 0, 2, [10, 20]), (1, 1, 3, [10, 0]), (2, 1, 3, [10, 0])]
+    raw.limit = 30
+    return raw
+
+
+def test_a_kick_frees_the_memory_it_overdraws_at_the_least_cost() -> None:
+    raw = _three()
+    problem = build(raw)
+    assert blocked_moves(problem, (0, 0, 0), 1) == [(100, 0, 1)]
+    assert blocked_moves(problem, (0, 0, 0), 101) == []
+    assert kick(problem, (0, 0, 0), 0, 1) == (1, 1, 0)
+    assert cost_of(raw, (1, 1, 0)) == brute_force(raw)[0] == 5
+    # Nothing can free the memory: the kick gives up.
+    raw.unary[1], raw.unary[2] = [0], [0]
+    raw.memory[1:] = [(1, 1, 3, [10]), (2, 1, 3, [10])]
+    assert kick(build(raw), (0, 0, 0), 0, 1) is None

@@ -347,6 +347,7 @@ def test_a_core_of_many_uses_a_node_is_walked_after_cpsat(monkeypatch) -> None:
     got = solve(problem, options, report=lambda best, bound: heard.append((best, bound)))
     stages = [name for name, _ in got.timings_ms]
     assert "anneal" in stages and stages.index("anneal") > stages.index("cpsat"), stages
+    assert stages.index("kicks") == stages.index("anneal") + 1, stages
     assert got.objective == cost_of(raw, got.labels)
     assert solve(problem, options).labels == got.labels
     monkeypatch.setattr(solver.solve, "_anneals_cool", lambda core: False)
@@ -354,3 +355,20 @@ def test_a_core_of_many_uses_a_node_is_walked_after_cpsat(monkeypatch) -> None:
     assert "anneal" not in dict(alone.timings_ms)
     assert got.objective < alone.objective
     assert heard[-1][0] == got.objective
+
+
+def test_a_kick_takes_a_move_the_limit_refused_and_keeps_the_cheaper_answer() -> None:
+    """Node 0 saves 100 at its other label but the limit refuses the 10 bytes more it
+    needs; the kick frees them where that costs least (node 1, 5) and settles on the
+    brute-force optimum; the stage's lap is recorded."""
+    from solver.laps import Laps
+    from solver.solve import Answer, _kicked
+
+    raw = Raw([[100, 0], [0, 5], [0, 50]])
+    raw.memory = [(0, 0, 2, [10, 20]), (1, 1, 3, [10, 0]), (2, 1, 3, [10, 0])]
+    raw.limit = 30
+    laps = Laps()
+    got = _kicked(build(raw), Answer((0, 0, 0), 100), SolveOptions(time_limit=10.0),
+                  time.perf_counter() + 10.0, laps)
+    assert (got.cost, got.labels) == (5, (1, 1, 0)) == brute_force(raw)
+    assert "kicks" in dict(laps.timings())
