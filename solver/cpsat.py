@@ -52,6 +52,7 @@ class RawResult:
     objective: int | None
     bound: int | None
     wall_seconds: float
+    work: float = 0.0  # CP-SAT's deterministic time spent
 
 
 class LabelModel:
@@ -405,6 +406,7 @@ def solve_model(built: LabelModel, options: SolveOptions, time_limit: float,
         solver.best_bound_callback = reporter.on_bound
     status = solver.solve(built.model, reporter)
     wall = solver.wall_time
+    work = solver.response_proto.deterministic_time
     if status == cp_model.MODEL_INVALID:
         raise ModelInvalid(f"CP-SAT rejected the model: {built.model.validate()}")
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -412,7 +414,7 @@ def solve_model(built: LabelModel, options: SolveOptions, time_limit: float,
         bound = None
         if status == cp_model.UNKNOWN and np.isfinite(solver.best_objective_bound):
             bound = int(np.ceil(solver.best_objective_bound - 1e-6))
-        return RawResult(mapped, None, None, bound, wall)
+        return RawResult(mapped, None, None, bound, wall, work)
     labels = []
     for row in built.x:
         chosen = [a for a, var in enumerate(row) if var is not None and solver.boolean_value(var)]
@@ -424,4 +426,4 @@ def solve_model(built: LabelModel, options: SolveOptions, time_limit: float,
     if reporter is not None and (reporter.best, reporter.bound) != (objective, final):
         # The proof that ends the search comes with no callback of its own.
         reporter.report(objective, final)
-    return RawResult(mapped, tuple(labels), objective, min(bound, objective), wall)
+    return RawResult(mapped, tuple(labels), objective, min(bound, objective), wall, work)

@@ -201,10 +201,12 @@ def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options:
 
 
 def _window_solved(problem: Problem, nodes: list[int], current: np.ndarray, index: _Index,
-                   deadline: float, budget: SolveOptions, window_time: float) -> bool | None:
+                   deadline: float, budget: SolveOptions, window_time: float
+                   ) -> tuple[bool, float] | None:
     """CP-SAT on the window ``nodes``, the other nodes fixed at ``current``, which takes
-    the window's answer only when it is strictly cheaper in context. True when it did,
-    False when not, None when the window could not run before ``deadline``."""
+    the window's answer only when it is strictly cheaper in context: whether it did,
+    and CP-SAT's deterministic time; None when the window could not run before
+    ``deadline``."""
     sub = _window_problem(problem, nodes, current, index)
     hint = tuple(int(current[v]) for v in nodes)
     try:
@@ -218,8 +220,8 @@ def _window_solved(problem: Problem, nodes: list[int], current: np.ndarray, inde
     before = evaluate(sub, hint)
     if raw.labels is not None and before is not None and raw.objective < before:
         current[nodes] = raw.labels
-        return True
-    return False
+        return True, raw.work
+    return False, raw.work
 
 
 #: Shifted sweeps: a sweep's first window starts SHIFT_STRIDE nodes after the last
@@ -231,9 +233,11 @@ STALE_SWEEPS = 3
 
 def improve_shifted(problem: Problem, labels: tuple[int, ...], deadline: float,
                     options: SolveOptions, windows: int, window: int = 30,
-                    window_time: float = 1.0) -> tuple[tuple[int, ...], int]:
+                    window_time: float = 1.0, work_limit: float | None = None
+                    ) -> tuple[tuple[int, ...], int]:
     """At most ``windows`` windows of ``window`` consecutive nodes, every label free,
-    each solved by CP-SAT in context; returns (labels, windows solved).
+    each solved by CP-SAT in context; returns (labels, windows solved). With
+    ``work_limit`` they end once CP-SAT's deterministic time over them reaches it.
 
     For small cores, where :func:`improve`'s fixed windows settle on one answer
     after a sweep or two: each sweep starts ``SHIFT_STRIDE`` nodes further on, so the
@@ -253,14 +257,16 @@ def improve_shifted(problem: Problem, labels: tuple[int, ...], deadline: float,
     n = problem.num_nodes
     window = min(window, n)
     step = max(1, window * 2 // 3)
-    solved, sweep, stale, start, gained = 0, 0, 0, 0, False
-    while solved < windows and stale < STALE_SWEEPS and time.perf_counter() + 0.5 < deadline:
+    solved, sweep, stale, start, gained, spent = 0, 0, 0, 0, False, 0.0
+    while (solved < windows and stale < STALE_SWEEPS and time.perf_counter() + 0.5 < deadline
+           and (work_limit is None or spent < work_limit)):
         nodes = list(range(start, min(n, start + window)))
-        gain = _window_solved(problem, nodes, current, index, deadline, budget, window_time)
-        if gain is None:
+        outcome = _window_solved(problem, nodes, current, index, deadline, budget, window_time)
+        if outcome is None:
             break
         solved += 1
-        gained = gained or gain
+        gained = gained or outcome[0]
+        spent += outcome[1]
         if start + window < n:
             start += step
             continue
@@ -330,11 +336,11 @@ def improve_peak(problem: Problem, labels: tuple[int, ...], deadline: float,
         nodes = peak_nodes(problem, current, max_nodes, index)
         if not nodes:
             break
-        gain = _window_solved(problem, nodes, current, index, deadline, budget,
-                              work / WORK_PER_SECOND)
-        if gain is None:
+        outcome = _window_solved(problem, nodes, current, index, deadline, budget,
+                                 work / WORK_PER_SECOND)
+        if outcome is None:
             break
         solved += 1
-        if not gain:
+        if not outcome[0]:
             break
     return tuple(int(x) for x in current), solved

@@ -116,6 +116,21 @@ COOL_SHARE = 0.3
 KICKS = 2
 KICK_GAIN = 1e-4
 KICK_WINDOWS = 20
+#: The window search (cores too large to model whole) first runs shifted windows of
+#: ANNEALED_WINDOW nodes from the penalty search's answer: at most SMALL_WINDOWS, as many
+#: as fit in SMALL_SHARE of the time limit at an estimated SMALL_SECONDS times 1 + the
+#: memory uses a node / SMALL_USES each (contest cores L, N, M, S, U: 0.9-1.2, 0.19, 0.12,
+#: 0.08, 0.012 s a window on 2026-11-30; L holds 30 uses a node, the others 1-5; the
+#: clock's cut, WINDOWS_SHARE of the time left, lies beyond), ending
+#: once CP-SAT spent SMALL_WORK deterministic units on them. CP-SAT solves a window of 30
+#: nodes in a fraction of a unit where a window of 1500 nodes ends on its budget with
+#: nothing: contest N 210.32e9 -> 206.42e9 (1.037 -> 1.018 of the best published), L
+#: 1.004 -> 1.001 (BENCHMARKS.md, Solver core).
+SMALL_WINDOWS = 100
+SMALL_SHARE = 0.3
+SMALL_SECONDS = 0.2
+SMALL_USES = 8
+SMALL_WORK = 5.0
 #: The annealed answer then goes to shifted windows (:func:`solver.lns.improve_shifted`):
 #: at most ANNEALED_WINDOWS windows of ANNEALED_WINDOW nodes, within WINDOWS_SHARE of the
 #: time left (a safety net), before CP-SAT gets the whole model for the rest. On contest
@@ -516,6 +531,11 @@ def _move_seconds(core: Problem) -> float:
     return COOL_MOVE_SECONDS * (1 + float((degree ** 2).mean()) / 16 + len(core.memory) / n / 40)
 
 
+def _small_seconds(core: Problem) -> float:
+    """A small window's estimated seconds in the window search (SMALL_SECONDS)."""
+    return SMALL_SECONDS * (1 + len(core.memory) / max(1, core.num_nodes) / SMALL_USES)
+
+
 def _penalised(core: Problem) -> bool:
     if core.memory_limit is None or not core.memory or core.ties or _anneals(core):
         return False
@@ -676,17 +696,18 @@ def _kicked(core: Problem, start: Answer, options: SolveOptions, deadline: float
 
 def _windowed(core: Problem, start: Answer, options: SolveOptions, deadline: float,
               laps: Laps, plan: Plan, lap: str = "windows", windows: int = ANNEALED_WINDOWS,
-              least: float = 0.0) -> Answer:
-    """``start`` improved by at most ``windows`` shifted windows, in the reproducible
-    mode as many as the plan has room for, or as fit in ``least`` estimated seconds
-    where that is more (the clock only cuts them)."""
+              least: float = 0.0, each: float = ANNEALED_WINDOW_SECONDS,
+              work: float | None = None) -> Answer:
+    """``start`` improved by at most ``windows`` shifted windows of an estimated
+    ``each`` seconds, in the reproducible mode as many as the plan has room for, or as
+    fit in ``least`` estimated seconds where that is more, ending once they spent
+    ``work`` deterministic units where given (the clock only cuts them)."""
     cut = time.perf_counter() + WINDOWS_SHARE * max(0.0, deadline - time.perf_counter())
     if options.deterministic:
-        windows = max(plan.fitting(ANNEALED_WINDOW_SECONDS, windows),
-                      min(windows, int(least / ANNEALED_WINDOW_SECONDS)))
+        windows = max(plan.fitting(each, windows), min(windows, int(least / each)))
     improved, solved = lns.improve_shifted(core, start.labels, cut, options, windows,
-                                           ANNEALED_WINDOW)
-    plan.spend(solved * ANNEALED_WINDOW_SECONDS)
+                                           ANNEALED_WINDOW, work_limit=work)
+    plan.spend(solved * each)
     laps.lap(lap)
     return _no_worse(core, start, improved, "window search")
 
@@ -725,6 +746,9 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
     multipliers (:mod:`solver.dual_bound`), from ``earlier``'s multipliers where an
     earlier stage found some. When it meets the answer, the answer is optimal."""
     keep = min(DUAL_BOUND_SHARE * max(0.0, deadline - time.perf_counter()), DUAL_BOUND_SECONDS)
+    each, share = _small_seconds(core), SMALL_SHARE * options.time_limit
+    start = _windowed(core, start, options, deadline - keep, laps, plan, "small-windows",
+                      min(SMALL_WINDOWS, max(1, int(share / each))), share, each, SMALL_WORK)
     windows = plan.fitting(WINDOW_SECONDS, WINDOWS) if options.deterministic else None
     improved, solved = lns.improve(core, start.labels, deadline - keep, options,
                                    max_windows=windows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 import time
 
 import numpy as np
@@ -171,3 +172,37 @@ def _limited_case(seed: int):
     start = next(guess for guess in itertools.product(*(range(len(u)) for u in raw.unary))
                  if cost_of(raw, guess) is not None)
     return raw, found, start
+
+
+def test_shifted_windows_end_on_the_work_they_were_given(monkeypatch) -> None:
+    """With ``work_limit`` the windows stop once CP-SAT's deterministic time over them
+    reaches it (each window here reports one unit): 2.5 units, three windows; the
+    windows solve what they did without the limit, and CP-SAT's reported work is the
+    same on a second run (the reproducible mode)."""
+    from solver import cpsat
+
+    raw = Raw(unary=[[0, 3], [2, 0]] * 10,
+              edges=[(n, n + 1, [[0, 4], [4, 0]]) for n in range(19)])
+    problem = build(raw)
+    start = (1,) * 20
+    heard: list[float] = []
+    solve_model = cpsat.solve_model
+
+    def one_unit(*args, **kwargs):
+        raw_result = solve_model(*args, **kwargs)
+        heard.append(raw_result.work)
+        return replace(raw_result, work=1.0)
+
+    monkeypatch.setattr(cpsat, "solve_model", one_unit)
+    deadline = time.perf_counter() + 60.0
+    _, solved = lns.improve_shifted(problem, start, deadline, SolveOptions(), windows=40,
+                                    window=3, work_limit=2.5)
+    assert solved == 3
+    _, unlimited = lns.improve_shifted(problem, start, deadline, SolveOptions(), windows=40,
+                                       window=3)
+    assert unlimited > 3
+    assert all(work >= 0 for work in heard)
+    heard.clear()
+    for _ in range(2):
+        lns.improve_shifted(problem, start, deadline, SolveOptions(), windows=2, window=3)
+    assert heard[:2] == heard[2:]

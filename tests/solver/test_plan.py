@@ -46,9 +46,11 @@ class _Spy:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.rounds: list[int] = []
         self.windows: list[tuple[int | None, int]] = []
+        self.shifted: list[tuple[int, int]] = []
         self.tb2 = 0
         heuristic, improve, wcsp = (solver.solve.heuristic, solver.lns.improve,
                                     solver.penalties.solve_wcsp)
+        shifted = solver.lns.improve_shifted
 
         def spied_heuristic(problem, time_limit=1.0, rounds=16):
             self.rounds.append(rounds)
@@ -59,23 +61,31 @@ class _Spy:
             self.windows.append((max_windows, found[1]))
             return found
 
+        def spied_shifted(*args, **kwargs):
+            found = shifted(*args, **kwargs)
+            self.shifted.append((args[4], found[1]))
+            return found
+
         def spied_wcsp(*args, **kwargs):
             self.tb2 += 1
             return wcsp(*args, **kwargs)
 
         monkeypatch.setattr(solver.solve, "heuristic", spied_heuristic)
         monkeypatch.setattr(solver.lns, "improve", spied_improve)
+        monkeypatch.setattr(solver.lns, "improve_shifted", spied_shifted)
         monkeypatch.setattr(solver.penalties, "solve_wcsp", spied_wcsp)
 
 
 def solve_counted(problem, options, spy: _Spy):
     """The solve's answer, and the heuristic's rounds, the first window search's planned
-    and solved windows and the toulbar2 solves it did."""
+    and solved windows, the toulbar2 solves it did and the shifted windows' asked and
+    solved counts."""
     spy.rounds.clear()
     spy.windows.clear()
+    spy.shifted.clear()
     spy.tb2 = 0
     got = solver.solve.solve(problem, options)
-    return got, (tuple(spy.rounds), spy.windows[0], spy.tb2)
+    return got, (tuple(spy.rounds), spy.windows[0], spy.tb2, tuple(spy.shifted))
 
 
 def chain(n: int, labels: int, seed: int) -> Raw:
@@ -106,11 +116,17 @@ def test_the_clock_decides_no_answer_on_the_penalty_and_window_path(monkeypatch)
     began = real()
     monkeypatch.setattr(time, "perf_counter", lambda: began + 1.5 * (real() - began))
     second = solve_counted(problem, options, spy)
-    assert {"penalties", "window-search", "dual-bound"} <= set(dict(first[0].timings_ms))
+    steps = [name for name, _ in first[0].timings_ms]
+    assert steps.index("penalties") < steps.index("small-windows") < steps.index("window-search")
+    assert "dual-bound" in steps
     assert first[1:] == second[1:]
     assert first[0].labels == second[0].labels and first[0].objective == second[0].objective
     windows, solved = first[1][1]
     assert windows is not None and solved == windows  # the plan, not the clock, ended them
+    # The small windows first: as many as SMALL_SHARE of the limit holds at their estimate.
+    each = solver.solve.SMALL_SECONDS * (1 + 40 / 40 / solver.solve.SMALL_USES)
+    asked = min(solver.solve.SMALL_WINDOWS, int(solver.solve.SMALL_SHARE * 3.0 / each))
+    assert first[1][3][0][0] == asked >= 2
 
 
 @pytest.mark.parametrize("deterministic", [True, False])
@@ -221,9 +237,9 @@ def test_the_shifted_windows_after_a_gaining_peak_window_get_their_least_share(
     given: list[int] = []
     shifted = solver.lns.improve_shifted
 
-    def spied_shifted(core, labels, cut, options, windows, size):
+    def spied_shifted(core, labels, cut, options, windows, size, **given_too):
         given.append(windows)
-        return shifted(core, labels, cut, options, windows, size)
+        return shifted(core, labels, cut, options, windows, size, **given_too)
 
     def first_skipped(core, start, options, deadline, laps, plan, lap="windows", *args):
         if lap == "windows":
