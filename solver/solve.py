@@ -738,8 +738,9 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
                    options: SolveOptions, deadline: float, laps: Laps, plan: Plan,
                    earlier: DualBound | None = None, report: SearchCallback | None = None
                    ) -> Search:
-    """CP-SAT on windows of the reduced problem, the rest fixed (:mod:`solver.lns`): in
-    the reproducible mode as many as the plan has room for at WINDOW_SECONDS each (at
+    """CP-SAT on windows of the reduced problem, the rest fixed (:mod:`solver.lns`):
+    first small shifted windows (SMALL_WINDOWS), then windows of 1500 nodes, in the
+    reproducible mode as many as the plan has room for at WINDOW_SECONDS each (at
     most WINDOWS), else until the time kept for the bound. The windows prove nothing,
     so the time left then goes to a real bound, at least DUAL_BOUND_SHARE of the time
     left before the windows (at most DUAL_BOUND_SECONDS): the LP dual with memory
