@@ -676,10 +676,12 @@ def _kicked(core: Problem, start: Answer, options: SolveOptions, deadline: float
     KICK_WINDOWS shifted windows; a kick that settles no cheaper is dropped."""
     best, tried = start, set()
     for _ in range(KICKS):
+        if time.perf_counter() > deadline:
+            break
         moves = [(node, label) for _, node, label
                  in blocked_moves(core, best.labels, int(KICK_GAIN * best.cost))
                  if (node, label) not in tried]
-        if not moves or time.perf_counter() > deadline:
+        if not moves:
             break
         tried.add(moves[0])
         kicked = kick(core, best.labels, *moves[0], deadline=deadline)
