@@ -38,6 +38,8 @@ from solver.problem import FORBIDDEN, Problem, evaluate, memory_feasible
 #: The starting temperature, as a share of the start's cost (the best of the values
 #: tried on contest core V; BENCHMARKS.md, Solver core).
 TEMPERATURE = 1e-2
+#: :func:`kick` gives up after this many freeing moves a node.
+REPAIR_STEPS_PER_NODE = 2
 
 
 def anneal(problem: Problem, labels: Sequence[int], moves: int, seed: int = 0,
@@ -276,7 +278,6 @@ class _Walk:
         return best, best_cost
 
 
-
 def blocked_moves(problem: Problem, labels: Sequence[int], least: int
                   ) -> list[tuple[int, int, int]]:
     """The walk's moves from ``labels`` (one node to another label, the neighbours its
@@ -287,11 +288,10 @@ def blocked_moves(problem: Problem, labels: Sequence[int], least: int
     After the walks these are the cheaper answers no single move reaches: on contest
     core Q one node could shed 1.8e9 (0.34 % of the cost) but for memory over the
     limit at one time (BENCHMARKS.md, Solver core)."""
-    start = [int(x) for x in labels]
-    cost = evaluate(problem, start)
-    if problem.memory_limit is None or cost is None or problem.ties:
+    walk = _walk_at(problem, labels)
+    if walk is None:
         return []
-    walk = _Walk(problem, start, cost)
+    start = list(walk.labels)
     found = []
     for node in range(problem.num_nodes):
         for label in walk.allowed[node]:
@@ -318,13 +318,9 @@ def kick(problem: Problem, labels: Sequence[int], node: int, label: int,
     ties to the lower node and label. None when no move frees memory there, after
     REPAIR_STEPS_PER_NODE steps a node, or at ``deadline``. The answer keeps every
     rule and the limit, and may cost more than ``labels``: a search settles it."""
-    start = [int(x) for x in labels]
-    cost = evaluate(problem, start)
-    if problem.memory_limit is None or cost is None or problem.ties:
-        return None
-    walk = _Walk(problem, start, cost)
-    moved = walk._moved(node, label)
-    if moved is None:
+    walk = _walk_at(problem, labels)
+    moved = None if walk is None else walk._moved(node, label)
+    if walk is None or moved is None:
         return None
     held = set(moved[0])
     walk._loaded(moved[0])
@@ -346,8 +342,14 @@ def kick(problem: Problem, labels: Sequence[int], node: int, label: int,
     return None
 
 
-#: :func:`kick` gives up after this many freeing moves a node.
-REPAIR_STEPS_PER_NODE = 2
+def _walk_at(problem: Problem, labels: Sequence[int]) -> _Walk | None:
+    """A walk standing at ``labels``; None without a memory limit, with ties, or when
+    ``labels`` break a rule (nothing for a kick to do)."""
+    start = [int(x) for x in labels]
+    cost = evaluate(problem, start)
+    if problem.memory_limit is None or cost is None or problem.ties:
+        return None
+    return _Walk(problem, start, cost)
 
 
 def _freeing_move(walk: _Walk, held: set[int], worst: int, excess: int

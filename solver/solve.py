@@ -751,7 +751,8 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
     keep = min(DUAL_BOUND_SHARE * max(0.0, deadline - time.perf_counter()), DUAL_BOUND_SECONDS)
     each, share = _small_seconds(core), SMALL_SHARE * options.time_limit
     start = _windowed(core, start, options, deadline - keep, laps, plan, "small-windows",
-                      min(SMALL_WINDOWS, max(1, int(share / each))), share, each, SMALL_WORK)
+                      min(SMALL_WINDOWS, max(1, int(share / each))), least=share, each=each,
+                      work=SMALL_WORK)
     windows = plan.fitting(WINDOW_SECONDS, WINDOWS) if options.deterministic else None
     improved, solved = lns.improve(core, start.labels, deadline - keep, options,
                                    max_windows=windows)
