@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.dual_memory import (EXACT_ENTRIES, SHIFT, MemoryRows, ascend_multipliers,
-                                exact_multipliers, node_part, soft_choice)
+                                exact_multipliers, node_part)
 from solver.problem import FORBIDDEN, Problem, trivial_bound
 
 #: Finite costs up to this are exact in float64 with room for the messages;
@@ -137,16 +137,8 @@ def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None
 
 def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None = None,
                       target: int | None = None, memory: bool = True,
-                      start: tuple[float, ...] | None = None,
-                      for_prices: bool = False) -> DualBound:
-    """:func:`dual_bound` with the number of sweeps and the reason it stopped.
-
-    ``for_prices``: the multipliers are wanted as prices on the memory (the priced
-    search, :func:`solver.penalties.price_search`), so their steps follow each node's
-    first cheapest label rather than the soft weights
-    (:data:`solver.dual_memory.SOFT_TEMPERATURE`): the soft weights raise the bound
-    (contest cores S, U: 1.085e9 -> 1.116e9, 1.680e9 -> 1.735e9 in whole solves), but
-    the priced search on their multipliers cost 2.4-6.7 % more on R, S and T."""
+                      start: tuple[float, ...] | None = None) -> DualBound:
+    """:func:`dual_bound` with the number of sweeps and the reason it stopped."""
     deadline = time.perf_counter() + time_limit
     trivial = trivial_bound(problem)
     if trivial >= FORBIDDEN:
@@ -167,8 +159,6 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
     if layout.max_cost > _FLOAT_EXACT:
         return DualBound(trivial, 0, "trivial")
     rows = MemoryRows.build(problem, live, layout.unary_start()) if memory else None
-    if rows is not None and for_prices:
-        rows = dataclasses.replace(rows, temperature=0.0)
     if rows is None:
         value, done, stopped = _ascend(layout, sweeps, deadline, target)
         return DualBound(max(trivial, min(value, FORBIDDEN)), done, stopped)
@@ -263,16 +253,10 @@ def _subgradient(scaled: _Layout, base: np.ndarray, rows: MemoryRows, sweeps: in
                  deadline: float, goal: float | None, unit: int, q: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, int, str]:
     """TRW-S sweeps interleaved with projected subgradient steps on the memory
-    multipliers from ``q`` (Polyak steps towards 10 % above the best bound so far, at
-    least ``unit`` above, never above ``goal``; the subgradient is the memory rows' slack
-    under the nodes' reparametrized labels weighted by
-    :func:`~solver.dual_memory.soft_choice`). Returns the best (multipliers, messages)
-    seen, the sweeps done and why it stopped.
-
-    A goal far above the best bound (a large gap) made the steps overshoot when it was
-    the aim itself: 240 sweeps aimed at our cost on contest cores S and T reached
-    1.048e9 and 401.2e9 then, 1.141e9 and 414.7e9 with the capped aim and the soft
-    weights; on L, whose gap is small, 1.890e9 then and 1.841e9 now (BENCHMARKS.md)."""
+    multipliers from ``q`` (Polyak steps towards ``goal``, or 10 % above the best
+    bound so far, at least ``unit`` above; the subgradient is the memory rows' slack
+    under each node's cheapest reparametrized label). Returns the best (multipliers,
+    messages) seen, the sweeps done and why it stopped."""
     current = _penalized(scaled, base, rows, q)
     messages = np.zeros(scaled.slots)
     best_value, best_q, best_messages = -math.inf, q, messages.copy()
@@ -308,14 +292,12 @@ def _subgradient(scaled: _Layout, base: np.ndarray, rows: MemoryRows, sweeps: in
         if step < _SMALLEST_STEP:
             stopped = "converged"
             break
-        slack = rows.load(current.spread(messages, rows.temperature)) - rows.cap
+        slack = rows.load(current.choice(messages)) - rows.cap
         slack = np.where((q > 0) | (slack > 0), slack, 0.0)
         norm = float((slack * slack).sum())
         if norm == 0:
             continue
-        aim = best_value + 0.1 * abs(best_value) + unit
-        if goal is not None:
-            aim = min(aim, goal)
+        aim = goal if goal is not None else best_value + 0.1 * abs(best_value) + unit
         q = np.maximum(0.0, q + step * max(aim - value, 0.0) / norm * slack)
         current = _penalized(scaled, base, rows, q)
     return best_q, best_messages, done, stopped
@@ -332,7 +314,7 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
     repeated. Neither step lowers the bound (in exact arithmetic). Returns the last
     point, the sweeps done and why it stopped."""
     current = _penalized(scaled, base, rows, q)
-    slack = np.maximum(rows.load(current.spread(messages, rows.temperature)) - rows.cap, 0.0)
+    slack = np.maximum(rows.load(current.choice(messages)) - rows.cap, 0.0)
     scale = max(abs(current.float_bound(messages)), float(scaled.max_cost))
     step = 1e-3 * scale / max(1.0, float((slack * slack).sum()))
     done, stopped, best, stale = 0, "sweeps", -math.inf, 0
@@ -658,12 +640,20 @@ class _Layout:
                                    unary_int=unary.astype(np.int64),
                                    max_cost=max(self.max_cost, int(unary.max(initial=0))))
 
-    def spread(self, messages: np.ndarray, temperature: float) -> np.ndarray:
-        """Per unary index, its weight among its node's reparametrized labels
-        (:func:`solver.dual_memory.soft_choice`)."""
+    def choice(self, messages: np.ndarray) -> np.ndarray:
+        """Per unary index, whether it is its node's first cheapest reparametrized label."""
         node = self.unary + np.bincount(self.slot_label_abs, weights=messages,
                                         minlength=len(self.unary))
-        return soft_choice(node, self.node_start, temperature)
+        best = np.repeat(np.minimum.reduceat(node, self.node_start[:-1]),
+                         np.diff(self.node_start))
+        tied = node <= best
+        owner = np.repeat(np.arange(len(self.node_start) - 1), np.diff(self.node_start))
+        first = np.flatnonzero(tied)
+        keep = np.ones(len(first), bool)
+        keep[1:] = owner[first[1:]] != owner[first[:-1]]
+        chosen = np.zeros(len(node), bool)
+        chosen[first[keep]] = True
+        return chosen
 
     def _marginals(self, messages: np.ndarray, cls: tuple[int, ...]) -> np.ndarray:
         """Per slot of the class: ``min_b θ(a, b) - m[reverse](b)``."""

@@ -35,10 +35,6 @@ SHIFT = 20
 #: The exact multiplier step (:func:`exact_multipliers`) is taken when the memory rows
 #: have at most this many (use, check) entries: contest core V has 7.9k, U 10M, K 71M.
 EXACT_ENTRIES = 100_000
-#: The temperature of :func:`soft_choice` for a bound (contest cores R, S, T, U, 240
-#: sweeps: 0.01 and 0.03 both above the first cheapest label, 0.03 the higher on R and
-#: T; 0.1 well above it on R, below it on S, T and U).
-SOFT_TEMPERATURE = 0.03
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -51,7 +47,6 @@ class MemoryRows:
     pair_slot: np.ndarray   # per (use, kept label): the label's unary index in the layout
     pair_usage: np.ndarray  # per (use, kept label): bytes
     cap: np.ndarray         # per check: limit minus the fixed amounts live (int64)
-    temperature: float = SOFT_TEMPERATURE  # of the step directions (:func:`soft_choice`)
 
     @staticmethod
     def build(problem: Problem, live: list[np.ndarray], unary_start: np.ndarray
@@ -122,10 +117,11 @@ class MemoryRows:
         """``-Σ_t q_t cap_t / 2**SHIFT`` rounded down, exactly."""
         return -sum(int(a) * int(b) for a, b in zip(q.tolist(), self.cap.tolist()) if a) >> SHIFT
 
-    def load(self, weight: np.ndarray) -> np.ndarray:
-        """Per check, the live total of the uses under the labels' weights (per unary
-        index; a node's weights sum to 1), fixed amounts excluded (they sit in ``cap``)."""
-        per_use = np.bincount(self.pair_use, weights=self.pair_usage * weight[self.pair_slot],
+    def load(self, chosen: np.ndarray) -> np.ndarray:
+        """Per check, the live total of the uses under the chosen labels (a bool
+        per unary index), fixed amounts excluded (they sit in ``cap``)."""
+        taken = chosen[self.pair_slot]
+        per_use = np.bincount(self.pair_use[taken], weights=self.pair_usage[taken],
                               minlength=len(self.first))
         change = np.zeros(self.checks + 1)
         np.add.at(change, self.first, per_use)
@@ -143,45 +139,28 @@ def node_part(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray, q: np.
 
 
 def first_cheapest(costs: np.ndarray, node_start: np.ndarray) -> np.ndarray:
-    """Per unary index, 1.0 where it is its node's first cheapest label, else 0.0."""
+    """Per unary index, whether it is its node's first cheapest label."""
     sizes = np.diff(node_start)
     cheapest = np.repeat(np.minimum.reduceat(costs, node_start[:-1]), sizes)
     tied = np.flatnonzero(costs <= cheapest)
     owner = np.repeat(np.arange(len(sizes)), sizes)[tied]
     keep = np.ones(len(tied), bool)
     keep[1:] = owner[1:] != owner[:-1]
-    chosen = np.zeros(len(costs))
-    chosen[tied[keep]] = 1.0
+    chosen = np.zeros(len(costs), bool)
+    chosen[tied[keep]] = True
     return chosen
-
-
-def soft_choice(costs: np.ndarray, node_start: np.ndarray, temperature: float) -> np.ndarray:
-    """Per unary index, its weight among its node's labels: ``exp(-(c - c_min) / τ)``,
-    normalized per node, with ``τ`` = ``temperature`` times the mean of the nodes'
-    cheapest costs (in magnitude); with ``temperature`` 0, :func:`first_cheapest`.
-    The memory rows' slack under these weights is the multipliers' step direction:
-    with a temperature, near-ties among a node's labels share their usage instead of
-    one of them taking it all, which jumps as the messages move."""
-    sizes = np.diff(node_start)
-    cheapest = np.minimum.reduceat(costs, node_start[:-1]) if len(sizes) else costs[:0]
-    scale = temperature * float(np.abs(cheapest).mean()) if len(cheapest) else 0.0
-    if scale <= 0:
-        return first_cheapest(costs, node_start)
-    weight = np.exp(-(costs - np.repeat(cheapest, sizes)) / scale)
-    return weight / np.repeat(np.add.reduceat(weight, node_start[:-1]), sizes)
 
 
 def ascend_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray,
                        q: np.ndarray, step: float, rounds: int) -> tuple[np.ndarray, float]:
     """Multipliers that raise the node terms (:func:`node_part`), the messages fixed:
-    up to ``rounds`` projected steps along the memory rows' slack under the labels'
-    :func:`soft_choice` weights, each kept only if the node terms
+    up to ``rounds`` projected subgradient steps, each kept only if the node terms
     rise (the step grows by half after a kept one and shrinks fourfold after a
     refused try, at most 6 tries). The edge terms do not depend on the multipliers,
     so each kept step raises the whole bound. Returns (multipliers, next step)."""
     value, costs = node_part(rows, node, node_start, q)
     for _ in range(rounds):
-        slack = rows.load(soft_choice(costs, node_start, rows.temperature)) - rows.cap
+        slack = rows.load(first_cheapest(costs, node_start)) - rows.cap
         slack = np.where((q > 0) | (slack > 0), slack, 0.0)
         if not slack.any():
             break

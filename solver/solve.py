@@ -596,7 +596,7 @@ def _priced(core: Problem, rounds: int, backtracks: int, cut: float, work: Plan 
     their estimates in ``work``."""
     entries = max(1, table_entries(core))
     dual = dual_bound_detail(core, PRICE_DUAL_SHARE * max(0.0, cut - time.perf_counter()),
-                             sweeps=_price_sweeps(entries), for_prices=True)
+                             sweeps=_price_sweeps(entries))
     if work is not None:
         work.spend(PRICE_SWEEP_SECONDS * entries * dual.sweeps)
     if dual.prices is None:
