@@ -78,11 +78,13 @@ _MULTIPLIER_ROUNDS = 20
 _ALTERNATE_PATIENCE = 20
 #: Where exact multiplier steps stopped, their multipliers times a scale
 #: (:func:`_scaled_up`): _SCALE_SWEEPS sweeps per scale tried (0: no search), the refining factor,
-#: the relative gain a block of sweeps must make to keep going (contest core V:
-#: 638691 -> about 1.07M in 9 s, BENCHMARKS.md).
+#: the relative gain a doubling or a round over the checks must make to keep going (contest
+#: core V: 638691 -> about 1.07M in 9 s, BENCHMARKS.md), and _CHECK_SWEEPS sweeps per
+#: check's multiplier tried (0: none).
 _SCALE_SWEEPS = 40
 _SCALE_REFINE = 2**0.5
 _SCALE_GAIN = 1e-4
+_CHECK_SWEEPS = 20
 #: Building the tables costs seconds on large problems whatever the time limit (contest
 #: core T, 5.3M table entries: 0.9-1.5 s with none left, on 2026-11-29); with less than
 #: BUILD_SECONDS per table entry given, the bound is the trivial one, nothing built.
@@ -351,58 +353,73 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
 def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,
                messages: np.ndarray, sweeps: int | None, deadline: float, goal: float | None
                ) -> tuple[np.ndarray, np.ndarray, int, str]:
-    """The multipliers ``q`` times a scale, searched where the exact steps stopped. Each
-    exact step is the best for the messages it is given, and those were spread for the
-    multipliers before it, so the steps settle on multipliers far too small (contest core
-    V: the LP with memory rows has multipliers 30-100 times theirs). The scale doubles
-    while _SCALE_SWEEPS sweeps from the best point's messages raise the bound, one step
-    of _SCALE_REFINE either side of the best follows, then sweeps at the best scale until
-    _ALTERNATE_PATIENCE blocks of _ALTERNATE_SWEEPS in a row gain less than _SCALE_GAIN
-    of the bound. Returns the best point's multipliers and messages, the sweeps done
-    (at most ``sweeps``) and why it stopped."""
+    """The multipliers ``q`` times a scale, searched where the exact steps stopped, then
+    each nonzero multiplier on its own. Each exact step is the best for the messages it
+    is given, and those were spread for the multipliers before it, so the steps settle
+    on multipliers far too small (contest core V: the LP with memory rows has
+    multipliers 30-100 times theirs). The scale doubles while _SCALE_SWEEPS sweeps from
+    the best point's messages raise the bound, and one step of _SCALE_REFINE either side
+    of the best follows. Then rounds over the checks with a multiplier: each doubled,
+    else halved, kept where _CHECK_SWEEPS sweeps from the best point's messages raise
+    the bound (the LP's multipliers differ from the exact steps' in their ratios too: on
+    V, aimed at our cost, 1192584 at 20 s and 1196156 converged at 29 s, where sweeps at
+    the best scale converged at 1123616 in 16 s; BENCHMARKS.md), until a round gains less
+    than _SCALE_GAIN of the bound. Returns the
+    best point's multipliers and messages, the sweeps done (at most ``sweeps``) and why it
+    stopped."""
     if not q.any():
         return q, messages, 0, "converged"  # no multiplier to scale
     done = 0
-    best = (_penalized(scaled, base, rows, q).float_bound(messages) + rows.constant(q),
-            1.0, messages)
+    best = (_penalized(scaled, base, rows, q).float_bound(messages) + rows.constant(q), q,
+            messages)
 
-    def run(scale: float, count: int) -> str | bool:
-        """``count`` sweeps at ``scale`` from the best point's messages, kept where they
-        raise the bound: why they stopped early, else whether they gained _SCALE_GAIN."""
+    def run(trial_q: np.ndarray, count: int) -> str | bool:
+        """``count`` sweeps at ``trial_q`` from the best point's messages, kept where they
+        raise the bound: why they stopped early, else whether they raised it."""
         nonlocal done, best
-        trial, penalties = best[2].copy(), q * scale
-        current = _penalized(scaled, base, rows, penalties)
+        trial = best[2].copy()
+        current = _penalized(scaled, base, rows, trial_q)
         for _ in range(count):
             if sweeps is not None and done >= sweeps:
                 return "sweeps"
             if time.perf_counter() >= deadline or not current.sweep(trial, deadline):
                 return "time"
             done += 1
-        value = current.float_bound(trial) + rows.constant(penalties)
-        gained = value > best[0] + _SCALE_GAIN * abs(best[0])
-        if value > best[0]:
-            best = (value, scale, trial)
+        value = current.float_bound(trial) + rows.constant(trial_q)
+        raised = value > best[0]
+        if raised:
+            best = (value, trial_q, trial)
         if goal is not None and best[0] >= goal:
             return "target"
-        return gained
+        return raised
 
     def finish(stopped: str) -> tuple[np.ndarray, np.ndarray, int, str]:
-        return q * best[1], best[2], done, stopped
+        return best[1], best[2], done, stopped
 
     scale = 2.0
-    while (got := run(scale, _SCALE_SWEEPS)) is True:
+    while True:
+        before = best[0]
+        if isinstance(got := run(q * scale, _SCALE_SWEEPS), str):
+            return finish(got)
+        if not (got and best[0] > before + _SCALE_GAIN * abs(before)):
+            break
         scale *= 2
-    if isinstance(got, str):
-        return finish(got)
     center = best[1]
-    for scale in (center * _SCALE_REFINE, center / _SCALE_REFINE):
-        if isinstance(got := run(scale, _SCALE_SWEEPS), str):
+    for factor in (_SCALE_REFINE, 1 / _SCALE_REFINE):
+        if isinstance(got := run(center * factor, _SCALE_SWEEPS), str):
             return finish(got)
-    stale = 0
-    while stale < _ALTERNATE_PATIENCE:
-        if isinstance(got := run(best[1], _ALTERNATE_SWEEPS), str):
-            return finish(got)
-        stale = 0 if got else stale + 1
+    while _CHECK_SWEEPS > 0:
+        before = best[0]
+        for check in np.flatnonzero(best[1] > 0):
+            for factor in (2.0, 0.5):
+                trial_q = best[1].copy()
+                trial_q[check] *= factor
+                if isinstance(got := run(trial_q, _CHECK_SWEEPS), str):
+                    return finish(got)
+                if got:
+                    break
+        if best[0] <= before + _SCALE_GAIN * abs(before):
+            break
     return finish("converged")
 
 
