@@ -375,20 +375,26 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
 
     def run(trial_q: np.ndarray, count: int) -> str | bool:
         """``count`` sweeps at ``trial_q`` from the best point's messages, kept where they
-        raise the bound: why they stopped early, else whether they raised it."""
+        raise the bound (also when the clock or the sweep budget cuts them: any messages
+        give a bound): why they stopped early, else whether they raised it."""
         nonlocal done, best
         trial = best[2].copy()
         current = _penalized(scaled, base, rows, trial_q)
+        stopped = None
         for _ in range(count):
             if sweeps is not None and done >= sweeps:
-                return "sweeps"
+                stopped = "sweeps"
+                break
             if time.perf_counter() >= deadline or not current.sweep(trial, deadline):
-                return "time"
+                stopped = "time"
+                break
             done += 1
         value = current.float_bound(trial) + rows.constant(trial_q)
         raised = value > best[0]
         if raised:
             best = (value, trial_q, trial)
+        if stopped is not None:
+            return stopped
         if goal is not None and best[0] >= goal:
             return "target"
         return raised
