@@ -351,35 +351,23 @@ def test_without_the_time_to_build_its_tables_the_bound_is_trivial(monkeypatch) 
     assert built == [True]
 
 
-def test_exact_multipliers_scaled_up_where_they_stopped(monkeypatch: pytest.MonkeyPatch
-                                                        ) -> None:
+@pytest.mark.parametrize(("stage", "least"), [("_SCALE_SWEEPS", 5), ("_CHECK_SWEEPS", 1)])
+def test_searches_where_the_exact_steps_stopped(stage: str, least: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     # Random loopy problems whose memory limit binds (one byte below the peak of the optimum
     # without the rule), the exact (LP) multiplier steps these small rows take: where they
-    # stop, the search over a scale of their multipliers raises the bound on some and lowers
-    # it on none, and the bound stays at most the brute-force optimum with the rule.
-    raised = 0
-    for seed, _, problem, optima in binding_limit_problems(777000, range(120), (4, 9), (2, 5)):
-        scaled = dual_bound(problem, 30.0)
-        with monkeypatch.context() as patch:
-            patch.setattr(solver.dual_bound, "_SCALE_SWEEPS", 0)
-            plain = dual_bound(problem, 30.0)
-        assert plain <= scaled <= optima[1], f"seed {seed}"
-        raised += scaled > plain
-    assert raised >= 5, raised
-
-
-def test_each_checks_multiplier_tried_after_the_scale(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The same problems: after the scale search, doubling or halving each nonzero multiplier
-    # on its own lowers the bound on none and raises it on some, and the bound stays at
-    # most the brute-force optimum with the rule.
+    # stop, the search over a scale of their multipliers and then over each multiplier on
+    # its own (``_SCALE_SWEEPS`` 0: neither; ``_CHECK_SWEEPS`` 0: the scale alone) raise the
+    # bound on some and lower it on none, and the bound stays at most the brute-force
+    # optimum with the rule. (On these small problems the scale alone mostly reaches the
+    # best the multipliers can give.)
     raised = tried = 0
     for seed, _, problem, optima in binding_limit_problems(777000, range(120), (4, 9), (2, 5)):
         tried += 1
-        checked = dual_bound(problem, 30.0)
+        searched = dual_bound(problem, 30.0)
         with monkeypatch.context() as patch:
-            patch.setattr(solver.dual_bound, "_CHECK_SWEEPS", 0)
-            scaled = dual_bound(problem, 30.0)
-        assert scaled <= checked <= optima[1], f"seed {seed}"
-        raised += checked > scaled
-    # Small problems: the scale alone mostly reaches the best the multipliers can give.
-    assert tried >= 40 and raised >= 1, (tried, raised)
+            patch.setattr(solver.dual_bound, stage, 0)
+            plain = dual_bound(problem, 30.0)
+        assert plain <= searched <= optima[1], f"seed {seed}"
+        raised += searched > plain
+    assert tried >= 40 and raised >= least, (tried, raised)
