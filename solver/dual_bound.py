@@ -362,11 +362,10 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
     of the best follows. Then rounds over the checks with a multiplier: each doubled,
     else halved, kept where _CHECK_SWEEPS sweeps from the best point's messages raise
     the bound (the LP's multipliers differ from the exact steps' in their ratios too: on
-    V, aimed at our cost, 1192584 at 20 s and 1196156 converged at 29 s, where sweeps at
-    the best scale converged at 1123616 in 16 s; BENCHMARKS.md), until a round gains less
-    than _SCALE_GAIN of the bound. Returns the
-    best point's multipliers and messages, the sweeps done (at most ``sweeps``) and why it
-    stopped."""
+    contest core V, aimed at our cost, 1193028 at 20 s and 1196156 where it converged,
+    where sweeps at the best scale converged at 1123616; BENCHMARKS.md), until a round
+    gains less than _SCALE_GAIN of the bound. Returns the best point's multipliers and
+    messages, the sweeps done (at most ``sweeps``) and why it stopped."""
     if not q.any():
         return q, messages, 0, "converged"  # no multiplier to scale
     done = 0
