@@ -401,12 +401,16 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
     def finish(stopped: str) -> tuple[np.ndarray, np.ndarray, int, str]:
         return best[1], best[2], done, stopped
 
+    def stalled(before: float) -> bool:
+        """Whether the bound rose by less than _SCALE_GAIN of it since ``before``."""
+        return best[0] <= before + _SCALE_GAIN * abs(before)
+
     scale = 2.0
     while True:
         before = best[0]
         if isinstance(got := run(q * scale, _SCALE_SWEEPS), str):
             return finish(got)
-        if not (got and best[0] > before + _SCALE_GAIN * abs(before)):
+        if stalled(before):
             break
         scale *= 2
     center = best[1]
@@ -423,7 +427,7 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
                     return finish(got)
                 if got:
                     break
-        if best[0] <= before + _SCALE_GAIN * abs(before):
+        if stalled(before):
             break
     return finish("converged")
 
