@@ -56,7 +56,7 @@ _FLOAT_EXACT = 2**50
 #: forbidden entry there counts as _ABSENT: no int64 sum can wrap.
 _SCALED_LIMIT = 2**60
 _ABSENT = 2**62
-#: The float bound is checked every this many sweeps (it costs half a sweep).
+#: The float bound is checked every this many sweeps.
 _CHECK_EVERY = 4
 #: With memory multipliers, costs are scaled by a power of two up to about
 #: _LAGRANGE_COSTS (room for penalties below _FLOAT_EXACT); each multiplier step
@@ -108,6 +108,26 @@ class DualBound:
     stopped: str
     prices: tuple[float, ...] | None = None
     multipliers: tuple[float, ...] | None = None
+
+
+class _Messages:
+    """The state of the sweeps: the messages ``m`` (per slot) and each slot's
+    min-marginal ``h`` (``min_b θ(a, b) - m[reverse](b)``) as last computed.
+    ``fresh``: ``h`` is current on the slots of every edge from a lower to a higher
+    node (as a whole sweep leaves it): the next forward pass reads them there, and
+    the bound is read from them without a pass over the tables."""
+
+    __slots__ = ("m", "h", "fresh")
+
+    def __init__(self, m: np.ndarray, h: np.ndarray, fresh: bool) -> None:
+        self.m, self.h, self.fresh = m, h, fresh
+
+    @staticmethod
+    def zeros(slots: int) -> _Messages:
+        return _Messages(np.zeros(slots), np.zeros(slots), False)
+
+    def copy(self) -> _Messages:
+        return _Messages(self.m.copy(), self.h.copy(), self.fresh)
 
 
 def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None,
@@ -177,7 +197,7 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
 def _ascend(layout: _Layout, sweeps: int | None, deadline: float, target: int | None
             ) -> tuple[int, int, str]:
     """TRW-S sweeps on the problem as it is: (certified bound, sweeps, why stopped)."""
-    messages = np.zeros(layout.slots)
+    messages = _Messages.zeros(layout.slots)
     done, last, stopped = 0, -math.inf, "sweeps"
     while sweeps is None or done < sweeps:
         if time.perf_counter() >= deadline or not layout.sweep(messages, deadline):
@@ -224,7 +244,7 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
     start = np.zeros(rows.checks) if q0 is None else q0 * factor
     if rows.entries <= EXACT_ENTRIES:
         q, messages, done, stopped = _alternate(scaled, base, rows, start,
-                                                np.zeros(scaled.slots), sweeps, deadline, goal,
+                                                _Messages.zeros(scaled.slots), sweeps, deadline, goal,
                                                 exact=True)
         if stopped == "converged" and _SCALE_SWEEPS > 0:
             q, messages, more, stopped = _scaled_up(scaled, base, rows, q, messages,
@@ -253,14 +273,14 @@ def _penalized(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
 
 def _subgradient(scaled: _Layout, base: np.ndarray, rows: MemoryRows, sweeps: int | None,
                  deadline: float, goal: float | None, unit: int, q: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, int, str]:
+                 ) -> tuple[np.ndarray, _Messages, int, str]:
     """TRW-S sweeps interleaved with projected subgradient steps on the memory
     multipliers from ``q`` (Polyak steps towards ``goal``, or 10 % above the best
     bound so far, at least ``unit`` above; the subgradient is the memory rows' slack
     under each node's cheapest reparametrized label). Returns the best (multipliers,
     messages) seen, the sweeps done and why it stopped."""
     current = _penalized(scaled, base, rows, q)
-    messages = np.zeros(scaled.slots)
+    messages = _Messages.zeros(scaled.slots)
     best_value, best_q, best_messages = -math.inf, q, messages.copy()
     done, stopped, step, stale = 0, "sweeps", 1.0, 0
     while True:
@@ -306,8 +326,8 @@ def _subgradient(scaled: _Layout, base: np.ndarray, rows: MemoryRows, sweeps: in
 
 
 def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,
-               messages: np.ndarray, sweeps: int | None, deadline: float, goal: float | None,
-               *, exact: bool = False) -> tuple[np.ndarray, np.ndarray, int, str]:
+               messages: _Messages, sweeps: int | None, deadline: float, goal: float | None,
+               *, exact: bool = False) -> tuple[np.ndarray, _Messages, int, str]:
     """Block-coordinate ascent on (multipliers, messages) from ``q`` and ``messages``:
     multiplier steps that raise the bound with the messages fixed
     (:func:`solver.dual_memory.ascend_multipliers`, or with ``exact`` the best such
@@ -321,7 +341,8 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
     step = 1e-3 * scale / max(1.0, float((slack * slack).sum()))
     done, stopped, best, stale = 0, "sweeps", -math.inf, 0
     while sweeps is None or done < sweeps:
-        node = base + np.bincount(scaled.slot_label_abs, weights=messages, minlength=len(base))
+        node = base + np.bincount(scaled.slot_label_abs, weights=messages.m,
+                                  minlength=len(base))
         if exact:
             # An LP cut by the clock (half the time left: the sweeps keep the rest)
             # hands the multipliers back to the subgradient steps from here on.
@@ -351,8 +372,8 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
 
 
 def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,
-               messages: np.ndarray, sweeps: int | None, deadline: float, goal: float | None
-               ) -> tuple[np.ndarray, np.ndarray, int, str]:
+               messages: _Messages, sweeps: int | None, deadline: float, goal: float | None
+               ) -> tuple[np.ndarray, _Messages, int, str]:
     """The multipliers ``q`` times a scale, searched where the exact steps stopped, then
     each nonzero multiplier on its own. Each exact step is the best for the messages it
     is given, and those were spread for the multipliers before it, so the steps settle
@@ -398,7 +419,7 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
             return "target"
         return raised
 
-    def finish(stopped: str) -> tuple[np.ndarray, np.ndarray, int, str]:
+    def finish(stopped: str) -> tuple[np.ndarray, _Messages, int, str]:
         return best[1], best[2], done, stopped
 
     def stalled(before: float) -> bool:
@@ -444,7 +465,7 @@ def _exact_step(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray, q: n
 
 
 def _certified(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,
-               messages: np.ndarray, factor: int) -> int:
+               messages: _Messages, factor: int) -> int:
     """The bound of (multipliers, messages) on the scaled problem, exactly, in the
     original units (rounded up: the optimum is an integer). ``q`` rounded down to
     the grid of SHIFT bits is a valid multiplier too; its penalties exactly, each
@@ -560,14 +581,14 @@ class _Layout:
     node_start: np.ndarray     # first unary index of each node (+ total)
     table: np.ndarray          # directed tables, row-major, inf = forbidden
     column_slot: np.ndarray    # per entry: the slot of the reverse message for its column
-    row_start: np.ndarray      # per slot: its row's first entry, relative to its class
+    row_start: np.ndarray      # per slot: its row's first entry
     slot_label: np.ndarray     # per slot: its unary index, relative to its class
     slot_label_abs: np.ndarray  # per slot: its unary index
     edge_slot: np.ndarray      # first slot of each directed edge (+ total)
     lower: np.ndarray          # per directed edge: src < dst (counts each edge once)
     weight_forward: np.ndarray   # per slot: its share of M in the forward pass
     weight_backward: np.ndarray
-    classes: tuple[tuple[int, int, int, int, int, int, int, int], ...]
+    classes: tuple[tuple[int, ...], ...]  # see _level_classes
     max_cost: int
     max_degree: int
 
@@ -593,13 +614,18 @@ class _Layout:
         flat = (np.concatenate([t.ravel() for _, _, t in pairs]) if m
                 else np.zeros(0, np.int64))
         flat_start = _block_starts(np.array([t.size for _, _, t in pairs], np.int64))
+        # Directed edges by the level of their source, those towards an earlier node
+        # first: each level's two halves are contiguous (see sweep).
+        node_level = level[order]
         src = np.concatenate([new[first], new[second]])
         dst = np.concatenate([new[second], new[first]])
-        directed = np.lexsort((dst, src))
+        directed = np.lexsort((dst, src, dst > src, node_level[src]))
         src, dst = src[directed], dst[directed]
         flipped = directed >= m
         pair = np.where(flipped, directed - m, directed)
-        reverse = np.searchsorted(src * n + dst, dst * n + src)
+        key = src * n + dst
+        by_key = np.argsort(key)
+        reverse = by_key[np.searchsorted(key[by_key], dst * n + src)]
         ks, kt = k[src], k[dst]
         table_start = _block_starts(ks * kt)
         edge_slot = _block_starts(ks)
@@ -633,16 +659,15 @@ class _Layout:
         weight_forward = np.where(forward[slot_edge], share, 0.0)
         weight_backward = np.where(forward[slot_edge], 0.0, share)
 
-        classes, slot_class = _level_classes(level[order], src, edge_slot, table_start,
+        classes, slot_class = _level_classes(node_level, src, dst, edge_slot, table_start,
                                              node_start, len(slot_edge))
-        entry_base = np.array([c[4] for c in classes], np.int64)
-        label_base = np.array([c[6] for c in classes], np.int64)
+        label_base = np.array([c[9] for c in classes], np.int64)
         degree = np.bincount(src, minlength=n)
         return _Layout(
             unary=unary_int.astype(np.float64), unary_int=unary_int, position=new,
             node_start=node_start,
             table=table, column_slot=column_slot,
-            row_start=row_start - entry_base[slot_class],
+            row_start=row_start,
             slot_label=(slot_label - label_base[slot_class]).astype(index),
             slot_label_abs=slot_label, edge_slot=edge_slot, lower=src < dst,
             weight_forward=weight_forward, weight_backward=weight_backward,
@@ -666,9 +691,9 @@ class _Layout:
                                    unary_int=unary.astype(np.int64),
                                    max_cost=max(self.max_cost, int(unary.max(initial=0))))
 
-    def choice(self, messages: np.ndarray) -> np.ndarray:
+    def choice(self, messages: _Messages) -> np.ndarray:
         """Per unary index, whether it is its node's first cheapest reparametrized label."""
-        node = self.unary + np.bincount(self.slot_label_abs, weights=messages,
+        node = self.unary + np.bincount(self.slot_label_abs, weights=messages.m,
                                         minlength=len(self.unary))
         best = np.repeat(np.minimum.reduceat(node, self.node_start[:-1]),
                          np.diff(self.node_start))
@@ -681,82 +706,103 @@ class _Layout:
         chosen[first[keep]] = True
         return chosen
 
-    def _marginals(self, messages: np.ndarray, cls: tuple[int, ...]) -> np.ndarray:
-        """Per slot of the class: ``min_b θ(a, b) - m[reverse](b)``."""
-        _, _, s0, s1, e0, e1, _, _ = cls
-        values = self.table[e0:e1] - messages[self.column_slot[e0:e1]]
-        return np.minimum.reduceat(values, self.row_start[s0:s1])
+    def _marginals(self, m: np.ndarray, s0: int, s1: int, e0: int, e1: int) -> np.ndarray:
+        """Per slot of ``s0:s1`` (their entries ``e0:e1``): ``min_b θ(a, b) - m[reverse](b)``."""
+        values = self.table[e0:e1] - m[self.column_slot[e0:e1]]
+        return np.minimum.reduceat(values, self.row_start[s0:s1] - e0)
 
-    def sweep(self, messages: np.ndarray, deadline: float) -> bool:
-        """One forward and one backward pass; False if the deadline came first."""
-        for weights, classes in ((self.weight_forward, self.classes),
-                                 (self.weight_backward, self.classes[::-1])):
-            for cls in classes:
-                _, _, s0, s1, _, _, l0, l1 = cls
+    def sweep(self, messages: _Messages, deadline: float) -> bool:
+        """One forward and one backward pass; False if the deadline came first.
+
+        At each level a pass computes the min-marginals of the edges towards the nodes
+        it has done; the others' are the ones this level computed in the pass before,
+        from the same messages (the nodes at their other ends come later in this pass),
+        so each pass reads every table once, not twice. Without ``messages.fresh`` the
+        first pass computes them all."""
+        m, h = messages.m, messages.h
+        whole, messages.fresh = not messages.fresh, False
+        for forward, weights, classes in ((True, self.weight_forward, self.classes),
+                                          (False, self.weight_backward, self.classes[::-1])):
+            for _, _, _, s0, sm, s1, e0, em, e1, l0, l1 in classes:
                 if s0 == s1:
                     continue
-                h = self._marginals(messages, cls)
+                if (whole or forward) and s0 < sm:
+                    h[s0:sm] = self._marginals(m, s0, sm, e0, em)
+                if (whole or not forward) and sm < s1:
+                    h[sm:s1] = self._marginals(m, sm, s1, em, e1)
                 labels = self.slot_label[s0:s1]
-                total = self.unary[l0:l1] + np.bincount(labels, weights=h, minlength=l1 - l0)
-                messages[s0:s1] = h - weights[s0:s1] * total[labels]
+                total = self.unary[l0:l1] + np.bincount(labels, weights=h[s0:s1],
+                                                        minlength=l1 - l0)
+                m[s0:s1] = h[s0:s1] - weights[s0:s1] * total[labels]
                 if time.perf_counter() >= deadline:
                     return False
+            whole = False
+        messages.fresh = True
         return True
 
-    def float_bound(self, messages: np.ndarray) -> float:
+    def float_bound(self, messages: _Messages) -> float:
         """The dual bound of ``messages`` in floating point (for stopping only)."""
-        node = self.unary + np.bincount(self.slot_label_abs, weights=messages,
+        m = messages.m
+        node = self.unary + np.bincount(self.slot_label_abs, weights=m,
                                         minlength=len(self.unary))
         total = float(np.minimum.reduceat(node, self.node_start[:-1]).sum()) if len(node) else 0.0
-        for cls in self.classes:
-            d0, d1, s0, s1 = cls[:4]
-            if s0 == s1:
-                continue
-            rest = self._marginals(messages, cls) - messages[s0:s1]
-            edge_min = np.minimum.reduceat(rest, self.edge_slot[d0:d1] - s0)
-            total += float(edge_min[self.lower[d0:d1]].sum())
-        return total
+        if not len(m):
+            return total
+        if messages.fresh:
+            rest = messages.h - m
+        else:
+            rest = np.zeros_like(m)
+            for _, _, _, _, sm, s1, _, em, e1, _, _ in self.classes:
+                if sm < s1:
+                    rest[sm:s1] = self._marginals(m, sm, s1, em, e1) - m[sm:s1]
+        edge_min = np.minimum.reduceat(rest, self.edge_slot[:-1])
+        return total + float(edge_min[self.lower].sum())
 
-    def certified_bound(self, messages: np.ndarray) -> int:
+    def certified_bound(self, messages: _Messages) -> int:
         """The dual bound of ``messages`` rounded to multiples of 1/S, exactly."""
         if not len(self.unary):
             return 0
-        largest = float(np.abs(messages).max(initial=0.0))
+        m = messages.m
+        largest = float(np.abs(m).max(initial=0.0))
         room = _SCALED_LIMIT / (self.max_cost + (self.max_degree + 2) * (largest + 1))
         if room < 1:
-            messages, room = np.zeros_like(messages), 1.0
+            m, room = np.zeros_like(m), 1.0
         scale = 2 ** min(30, int(math.floor(math.log2(room))))
-        scaled = np.rint(messages * scale).astype(np.int64)
+        scaled = np.rint(m * scale).astype(np.int64)
         node = self.unary_int * scale
         np.add.at(node, self.slot_label_abs, scaled)
         total = sum(np.minimum.reduceat(node, self.node_start[:-1]).tolist())
-        for d0, d1, s0, s1, e0, e1, _, _ in self.classes:
-            if s0 == s1:
+        # Each edge once: from its lower node (the second half of that node's level).
+        for _, dm, d1, _, sm, s1, _, em, e1, _, _ in self.classes:
+            if sm == s1:
                 continue
-            entries = self.table[e0:e1]
+            entries = self.table[em:e1]
             finite = np.isfinite(entries)
             exact = np.where(finite, entries, 0).astype(np.int64) * scale
-            values = np.where(finite, exact - scaled[self.column_slot[e0:e1]], _ABSENT)
-            rest = np.minimum.reduceat(values, self.row_start[s0:s1]) - scaled[s0:s1]
-            edge_min = np.minimum.reduceat(rest, self.edge_slot[d0:d1] - s0)
-            total += sum(edge_min[self.lower[d0:d1]].tolist())
+            values = np.where(finite, exact - scaled[self.column_slot[em:e1]], _ABSENT)
+            rest = np.minimum.reduceat(values, self.row_start[sm:s1] - em) - scaled[sm:s1]
+            total += sum(np.minimum.reduceat(rest, self.edge_slot[dm:d1] - sm).tolist())
         return -(-total // scale)
 
 
-def _level_classes(levels: np.ndarray, src: np.ndarray, edge_slot: np.ndarray,
-                   table_start: np.ndarray, node_start: np.ndarray, slots: int
-                   ) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """Per level (nodes in index order), the ranges of its directed edges, slots, table
-    entries and labels; and the level of every slot."""
-    node_bounds = np.searchsorted(levels, np.arange(int(levels.max(initial=-1)) + 2))
-    edge_bounds = np.searchsorted(src, node_bounds)
-    slot_bounds = edge_slot[edge_bounds]
+def _level_classes(levels: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                   edge_slot: np.ndarray, table_start: np.ndarray, node_start: np.ndarray,
+                   slots: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Per level (nodes in index order), the ranges of its directed edges, slots and
+    table entries, each split where the edges towards later nodes begin, and of its
+    labels; and the level of every slot."""
+    count = int(levels.max(initial=-1)) + 1
+    node_bounds = np.searchsorted(levels, np.arange(count + 1))
+    edge_level = levels[src]
+    edge_bounds = np.searchsorted(edge_level, np.arange(count + 1))
+    edge_later = np.searchsorted(2 * edge_level + (dst > src), 2 * np.arange(count) + 1)
     classes = []
     slot_class = np.zeros(slots, np.int64)
-    for c in range(len(node_bounds) - 1):
-        d0, d1 = int(edge_bounds[c]), int(edge_bounds[c + 1])
-        s0, s1 = int(slot_bounds[c]), int(slot_bounds[c + 1])
+    for c in range(count):
+        d0, dm, d1 = int(edge_bounds[c]), int(edge_later[c]), int(edge_bounds[c + 1])
+        s0, sm, s1 = int(edge_slot[d0]), int(edge_slot[dm]), int(edge_slot[d1])
         slot_class[s0:s1] = c
-        classes.append((d0, d1, s0, s1, int(table_start[d0]), int(table_start[d1]),
-                        int(node_start[node_bounds[c]]), int(node_start[node_bounds[c + 1]])))
+        classes.append((d0, dm, d1, s0, sm, s1, int(table_start[d0]), int(table_start[dm]),
+                        int(table_start[d1]), int(node_start[node_bounds[c]]),
+                        int(node_start[node_bounds[c + 1]])))
     return classes, slot_class
