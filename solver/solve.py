@@ -204,11 +204,15 @@ PRICE_SWEEPS = 240
 PRICE_SWEEP_SECONDS = 3e-8
 PRICE_DUAL_SHARE = 0.6
 #: On cores above PENALTY_LARGE_ENTRIES the search beside the priced one is the priced
-#: search again, its scales PRICE_OFFSET times the first's (half a growth step between):
-#: there a round takes 5-7 s, only three fit, and the per-node rounds stall (contest R
-#: and T: 1.113 and 1.104 of the best published), while which scale's answer is cheap
-#: varies from core to core and with the multipliers (BENCHMARKS.md, Solver core).
-PRICE_OFFSET = 2**0.5
+#: search again, its scales PRICE_OFFSET times the first's (two and a half growth steps
+#: above): there a round takes 3-7 s, only three to five fit, and the per-node rounds stall
+#: (contest R and T: 1.113 and 1.104 of the best published), while which scale's answer is
+#: cheap varies from core to core and with the multipliers. The multipliers price the memory
+#: far too low for toulbar2: on contest cores R and T its answers keep the limit from a
+#: scale of 32 and 64 on, the cheapest come at 27 and 45, so one search grows from
+#: PRICE_SCALE and the other starts above and comes down (T: its first round 672e9, where
+#: half a growth step above PRICE_SCALE took three rounds to it; BENCHMARKS.md).
+PRICE_OFFSET = 2**2.5
 #: The heuristic (:func:`solver.heuristics.heuristic`) does as many price rounds as fit,
 #: at most HEURISTIC_ROUNDS, each estimated at HEURISTIC_ROUND_SECONDS per node (contest
 #: cores R and T, 10k and 16k nodes: 1.15 and 1.85 s a round on 2026-11-27), in its
