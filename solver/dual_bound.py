@@ -28,7 +28,10 @@ shares: ``ω M`` to each edge towards a later node, the rest kept at ``u``, with
 over ``u``'s messages, so the bound never decreases (in exact arithmetic); on
 trees and chains it reaches the optimum. The order is the node index order,
 run level by level (:func:`_levels`): nodes of one level share no edge, so a
-whole level updates at once as numpy passes over the flattened tables.
+whole level updates at once as numpy passes over the flattened tables. A pass
+computes at each level only the ``h_e`` of edges towards nodes it has already
+updated; the others are as the level left them in the pass before (their far
+ends come later in this pass), so each pass reads every table once.
 
 Example: two nodes with unary ``[0, 5]`` and ``[3, 0]`` and table ``[[0, 9],
 [9, 0]]``: the trivial bound (smallest unary plus smallest entry) is 0, the dual
