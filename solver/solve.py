@@ -209,7 +209,7 @@ PRICE_DUAL_SHARE = 0.6
 #: (contest R and T: 1.113 and 1.104 of the best published), while which scale's answer is
 #: cheap varies from core to core and with the multipliers. The multipliers price the memory
 #: far too low for toulbar2: on contest cores R and T its answers keep the limit from a
-#: scale of 32 and 64 on, the cheapest come at 27 and 45, so one search grows from
+#: scale of 32 and 64 on, the cheapest come at 27 and 38-45, so one search grows from
 #: PRICE_SCALE and the other starts above and comes down (T: its first round 672e9, where
 #: half a growth step above PRICE_SCALE took three rounds to it; BENCHMARKS.md).
 PRICE_OFFSET = 2**2.5
