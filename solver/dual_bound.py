@@ -247,8 +247,8 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
     start = np.zeros(rows.checks) if q0 is None else q0 * factor
     if rows.entries <= EXACT_ENTRIES:
         q, messages, done, stopped = _alternate(scaled, base, rows, start,
-                                                _Messages.zeros(scaled.slots), sweeps, deadline, goal,
-                                                exact=True)
+                                                _Messages.zeros(scaled.slots), sweeps, deadline,
+                                                goal, exact=True)
         if stopped == "converged" and _SCALE_SWEEPS > 0:
             q, messages, more, stopped = _scaled_up(scaled, base, rows, q, messages,
                                                     None if sweeps is None else sweeps - done,

@@ -314,14 +314,22 @@ def test_each_pass_reads_only_the_marginals_it_changed(monkeypatch: pytest.Monke
     # that compute every min-marginal afresh (the state marked stale before each): the
     # same messages, float for float, and the same float bound read from the kept
     # marginals as from a pass over the tables; a sweep cut by the clock leaves them stale.
-    layouts = []
+    # A kept sweep reads each directed table once (its two passes together), one afresh
+    # one and a half times.
+    layouts, read = [], []
     layout_build = solver.dual_bound._Layout.build
+    marginals = solver.dual_bound._Layout._marginals
 
     def spied(*args, **kwargs):
         layouts.append(layout_build(*args, **kwargs))
         return layouts[-1]
 
+    def counted(self, m, s0, s1, e0, e1):
+        read.append(e1 - e0)
+        return marginals(self, m, s0, s1, e0, e1)
+
     monkeypatch.setattr(solver.dual_bound._Layout, "build", spied)
+    monkeypatch.setattr(solver.dual_bound._Layout, "_marginals", counted)
     Messages = solver.dual_bound._Messages
     for seed in range(12):
         rng = np.random.default_rng(900 + seed)
@@ -333,9 +341,15 @@ def test_each_pass_reads_only_the_marginals_it_changed(monkeypatch: pytest.Monke
             continue  # infeasible or trivial: nothing built
         layout = layouts[0]
         kept, afresh = Messages.zeros(layout.slots), Messages.zeros(layout.slots)
-        for _ in range(8):
+        for sweep in range(8):
             afresh.fresh = False
-            assert layout.sweep(kept, float("inf")) and layout.sweep(afresh, float("inf"))
+            read.clear()
+            assert layout.sweep(kept, float("inf"))
+            kept_read, read[:] = sum(read), []
+            assert layout.sweep(afresh, float("inf"))
+            entries = len(layout.table)
+            assert kept_read == (entries if sweep else sum(read)), (sweep, kept_read)
+            assert sum(read) == entries + entries // 2
             assert np.array_equal(kept.m, afresh.m)
             stale = kept.copy()
             stale.fresh = False
