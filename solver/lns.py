@@ -170,8 +170,10 @@ def _rest_load(uses: _Uses, labels: np.ndarray, own: list[int]
 def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options: SolveOptions,
             window: int = 1500, window_time: float = 3.0, max_windows: int | None = None
             ) -> tuple[tuple[int, ...], int]:
-    """Sweep windows over the nodes until ``deadline`` (or ``max_windows`` solved);
-    returns (labels, windows solved).
+    """Sweep windows over the nodes until ``deadline``, ``max_windows`` solved, or a
+    whole sweep that gains nothing (the next would solve the same windows from the same
+    labels: on a core no larger than one window, every window after the first); returns
+    (labels, windows solved).
 
     A window's answer replaces the current labels only when CP-SAT found it
     strictly cheaper in context (memory included), so every step keeps a feasible,
@@ -182,20 +184,26 @@ def improve(problem: Problem, labels: tuple[int, ...], deadline: float, options:
     # answers does not depend on the machine's speed (the wall clock only cuts a
     # window that runs far over, and ends the sweep at ``deadline``).
     budget = replace(options, deterministic_time=window_time * WORK_PER_SECOND)
-    solved = 0
+    solved, gained = 0, False
     n = problem.num_nodes
     step = max(1, window * 2 // 3)  # windows overlap by a third
     start = 0
     while time.perf_counter() + 0.5 < deadline and (max_windows is None or solved < max_windows):
         nodes = [v for v in range(start, min(n, start + window))
                  if problem.label_count(v) <= WINDOW_MAX_LABELS]
-        if not nodes:
-            start = 0 if start + window >= n else start + step
+        if nodes:
+            outcome = _window_solved(problem, nodes, current, index, deadline, budget,
+                                     window_time)
+            if outcome is None:
+                break
+            solved += 1
+            gained = gained or outcome[0]
+        if start + window < n:
+            start += step
             continue
-        if _window_solved(problem, nodes, current, index, deadline, budget, window_time) is None:
-            break
-        solved += 1
-        start = 0 if start + window >= n else start + step
+        if not gained:
+            break  # a whole sweep gained nothing: the next would solve the same windows
+        start, gained = 0, False
     # Each window was feasible in context, so the whole is; the caller re-checks it.
     return tuple(int(x) for x in current), solved
 

@@ -95,6 +95,27 @@ def test_shifted_sweeps_reach_a_pair_that_fixed_windows_never_hold_together() ->
     assert solved < 40  # the sweeps stopped once three in a row gained nothing
 
 
+def test_fixed_sweeps_end_after_a_sweep_that_gains_nothing() -> None:
+    """The next sweep would solve the same windows from the same labels: the sweeps of
+    the pair problem above stop after its three windows (of the 12 allowed) once they
+    gain nothing, and a problem no larger than one window gets a single window; a sweep
+    that gained is followed by another."""
+    raw = Raw(unary=[[0, 0] for _ in range(6)],
+              edges=[(1, 3, [[5, 9], [9, 0]]), (0, 1, [[0, 1], [1, 0]])],
+              memory=[(n, 0, 2, [1, 1]) for n in range(6)], limit=6)
+    problem = build(raw)
+    far = time.perf_counter() + 60.0
+    labels, solved = lns.improve(problem, (0,) * 6, far, SolveOptions(), window=3,
+                                 window_time=0.2, max_windows=12)
+    assert (cost_of(raw, labels), solved) == (5, 3)
+    labels, solved = lns.improve(problem, (0,) * 6, far, SolveOptions(), window=6,
+                                 window_time=0.2)
+    assert (cost_of(raw, labels), solved) == (brute_force(raw)[0], 2) == (0, 2)
+    labels, solved = lns.improve(problem, (1, 0, 0, 0, 0, 0), far, SolveOptions(), window=3,
+                                 window_time=0.2, max_windows=12)
+    assert cost_of(raw, labels) == 5 and solved == 6  # the first window gains 1
+
+
 def test_shifted_windows_keep_the_limit_and_reach_the_optimum_when_whole() -> None:
     """On random problems with a memory limit: every answer keeps it (checked
     by the independent oracle) and never costs more than the start; a window as large

@@ -372,3 +372,21 @@ def test_a_kick_takes_a_move_the_limit_refused_and_keeps_the_cheaper_answer() ->
                   time.perf_counter() + 10.0, laps)
     assert (got.cost, got.labels) == (5, (1, 1, 0)) == brute_force(raw)
     assert "kicks" in dict(laps.timings())
+
+
+def test_a_move_whose_memory_cannot_be_freed_is_not_counted_as_a_kick(monkeypatch) -> None:
+    """Node 0 would save 1000 but nothing else is live beside it to free the memory it
+    needs: its kick fails. With one kick allowed, the next refused move (node 2, 100,
+    its memory freed by node 3 for 5) is still kicked and reaches the brute-force optimum."""
+    import solver.solve
+    from solver.laps import Laps
+    from solver.solve import Answer, _kicked
+
+    monkeypatch.setattr(solver.solve, "KICKS", 1)
+    raw = Raw([[1000, 0], [0, 0], [100, 0], [0, 5]])
+    raw.memory = [(0, 0, 1, [10, 40]), (1, 0, 1, [15, 15]), (2, 2, 4, [10, 25]),
+                  (3, 3, 5, [10, 0])]
+    raw.limit = 30
+    got = _kicked(build(raw), Answer((0, 0, 0, 0), 1100), SolveOptions(time_limit=10.0),
+                  time.perf_counter() + 10.0, Laps())
+    assert (got.cost, got.labels) == (1005, (0, 0, 1, 1)) == brute_force(raw)
