@@ -102,9 +102,18 @@ ANNEAL_MOVE_SECONDS = 1.3e-5
 #: mean squared degree / 16 + the memory uses per node / 40 (contest cores A, C, D, Q,
 #: V: 57, 14, 17, 24 and 7 microseconds a move on 2026-11-29), and the walks are as
 #: long as fit in COOL_SHARE of the time limit, planned before CP-SAT's work is sized.
-COOL_TEMPERATURES = (1e-3, 3e-4)
+#: The temperatures were (1e-3, 3e-4) until the walks of A, C, D and Q were measured
+#: whole from the same CP-SAT answers on the Xeon of BENCHMARKS.md: at (2e-3, 6e-4) A
+#: ends at 6550.18e6 (6556.99e6 before), Q at 523.05e9 (526.79e9), C 35e3 dearer (still
+#: below the best published), D the same; and A and Q reach their first gain in the
+#: first two walks, where the cooler ones needed the third. The clock cuts the walks at
+#: COOL_WALK_SHARE of the time left (only the kicks follow them there): at ANNEAL_SHARE
+#: it cut the walks of all four on that machine (A's ran 22 of 27 s), and their answers
+#: moved with the load from run to run (A: 6557e6 to 6569e6).
+COOL_TEMPERATURES = (2e-3, 6e-4)
 COOL_MOVE_SECONDS = 4e-6
 COOL_SHARE = 0.3
+COOL_WALK_SHARE = 0.9
 #: After the cool walks come kicks: at most KICKS of the largest moves the memory limit
 #: refuses, each at least KICK_GAIN of the cost cheaper (:func:`solver.anneal.blocked_moves`),
 #: taken with the memory they overdraw freed (:func:`solver.anneal.kick`) and settled by
@@ -666,10 +675,10 @@ def _cool_moves(core: Problem, plan: Plan, seconds: float) -> tuple[int, float]:
 
 
 def _walked(core: Problem, start: Answer, deadline: float, laps: Laps, moves: int,
-            temperatures: Sequence[float]) -> Answer:
+            temperatures: Sequence[float], share: float = ANNEAL_SHARE) -> Answer:
     """``start`` improved by ANNEAL_ROUNDS walks of ``moves`` moves (the clock only cuts
-    them, at ANNEAL_SHARE of the time left)."""
-    cut = time.perf_counter() + ANNEAL_SHARE * max(0.0, deadline - time.perf_counter())
+    them, at ``share`` of the time left)."""
+    cut = time.perf_counter() + share * max(0.0, deadline - time.perf_counter())
     labels, _ = anneal(core, start.labels, moves, deadline=cut, rounds=ANNEAL_ROUNDS,
                        temperatures=temperatures)
     laps.lap("anneal")
@@ -816,7 +825,8 @@ def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
                 first_ms = laps.elapsed_ms()
     bound = max(trivial_bound(core), raw.bound if raw.bound is not None else 0)
     if cool[0] and best is not None and raw.status != Status.OPTIMAL:
-        walked = _walked(core, best, deadline - keep, laps, cool[0], COOL_TEMPERATURES)
+        walked = _walked(core, best, deadline - keep, laps, cool[0], COOL_TEMPERATURES,
+                         COOL_WALK_SHARE)
         walked = _kicked(core, walked, options, deadline - keep, laps)
         if report is not None and walked.cost < best.cost:
             report(walked.cost, min(bound, walked.cost))
