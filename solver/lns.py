@@ -100,7 +100,8 @@ def _window_memory(problem: Problem, inside: dict[int, int], labels: np.ndarray,
     no longer scans the whole time line."""
     if problem.memory_limit is None:
         return [], []
-    own = [i for n in inside for i in node_uses[n] if problem.memory[i].start < problem.memory[i].end]
+    own = [i for n in inside for i in node_uses[n]
+           if problem.memory[i].start < problem.memory[i].end]
     memory = [MemoryUse(inside[problem.memory[i].node], problem.memory[i].start,
                         problem.memory[i].end, problem.memory[i].usage) for i in sorted(own)]
     if not own:

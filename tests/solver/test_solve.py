@@ -53,7 +53,8 @@ def grid(side: int, labels: int, seed: int) -> Raw:
     for r in range(side):
         for c in range(side):
             node = r * side + c
-            for other in ([node + 1] if c + 1 < side else []) + ([node + side] if r + 1 < side else []):
+            right = [node + 1] if c + 1 < side else []
+            for other in right + ([node + side] if r + 1 < side else []):
                 raw.edges.append((node, other, rng.integers(0, 60, (labels, labels)).tolist()))
             raw.memory.append((node, node // side, node // side + 3,
                                rng.integers(1, 10, labels).tolist()))
@@ -195,7 +196,8 @@ def test_hint_is_a_feasible_point_of_the_model_at_its_cost(form: str, monkeypatc
         problem = build(raw)
         built = cpsat.build_model(problem)
         cpsat.add_hint(built, want[1])
-        forms.update(name for name, used in [("levels", built.level_vars), ("pairs", built.pair_vars),
+        forms.update(name for name, used in [("levels", built.level_vars),
+                                             ("pairs", built.pair_vars),
                                              ("running", built.running_vars)] if used)
         proto = built.model.proto
         for index, value in zip(list(proto.solution_hint.vars), list(proto.solution_hint.values)):
