@@ -54,7 +54,8 @@ def grid(side: int, labels: int, seed: int) -> Raw:
         for c in range(side):
             node = r * side + c
             right = [node + 1] if c + 1 < side else []
-            for other in right + ([node + side] if r + 1 < side else []):
+            down = [node + side] if r + 1 < side else []
+            for other in right + down:
                 raw.edges.append((node, other, rng.integers(0, 60, (labels, labels)).tolist()))
             raw.memory.append((node, node // side, node // side + 3,
                                rng.integers(1, 10, labels).tolist()))
