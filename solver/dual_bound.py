@@ -74,20 +74,33 @@ _INNER = 20
 _SMALLEST_STEP = 1e-3
 #: Share of the time (or sweeps) for the subgradient stage; the rest alternates
 #: _MULTIPLIER_ROUNDS multiplier steps with _ALTERNATE_SWEEPS sweeps (contest cores
-#: K, U, S, T: 5 sweeps beat 10, 20 rounds beat 50).
+#: K, U, S, T: 5 sweeps beat 10, 20 rounds beat 50), until _ALTERNATE_PATIENCE rounds
+#: gain nothing; with exact steps, _EXACT_PATIENCE rounds (the searches after them climb
+#: further: contest core V, 800 sweeps from zeros, 1214801 against 1212016 with 20).
 _SUBGRADIENT_SHARE = 0.5
 _ALTERNATE_SWEEPS = 5
 _MULTIPLIER_ROUNDS = 20
 _ALTERNATE_PATIENCE = 20
+_EXACT_PATIENCE = 3
 #: Where exact multiplier steps stopped, their multipliers times a scale
-#: (:func:`_scaled_up`): _SCALE_SWEEPS sweeps per scale tried (0: no search), the refining factor,
-#: the relative gain a doubling or a round over the checks must make to keep going (contest
-#: core V: 638691 -> about 1.07M in 9 s, BENCHMARKS.md), and _CHECK_SWEEPS sweeps per
-#: check's multiplier tried (0: none).
-_SCALE_SWEEPS = 40
+#: (:func:`_scaled_up`): _SCALE_SWEEPS sweeps per scale tried (0: no search), the relative
+#: gain a doubling must make to go on (contest core V: 638691 -> about 1.07M in 9 s,
+#: BENCHMARKS.md); then a pattern search over that scale (first factor _SCALE_REFINE) and
+#: each check's multiplier, _CHECK_SWEEPS sweeps per trial (0: none): first factor
+#: _CHECK_STEP, the most any factor grows to; a kept trial that gains _CHECK_GAIN of the
+#: bound is followed by another that way; the search ends when all factors are down to
+#: _CHECK_LEAST. From an earlier search's multipliers (``start``) the exact steps are left
+#: out: _WARM_SWEEPS sweeps at them, then the pattern search (contest core V, from the
+#: multipliers of 240 sweeps before, aimed at our cost: 1223655 in 1000 sweeps, where the
+#: exact steps started over and factors of two reached 1192584; BENCHMARKS.md).
+_SCALE_SWEEPS = 20
 _SCALE_REFINE = 2**0.5
 _SCALE_GAIN = 1e-4
 _CHECK_SWEEPS = 20
+_CHECK_STEP = 2.0
+_CHECK_LEAST = 1.02
+_CHECK_GAIN = 1e-3
+_WARM_SWEEPS = 40
 #: Building the tables costs seconds on large problems whatever the time limit (contest
 #: core T, 5.3M table entries: 0.9-1.5 s with none left, on 2026-11-29); with less than
 #: BUILD_SECONDS per table entry given, the bound is the trivial one, nothing built.
@@ -238,14 +251,27 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
     first stage is left out and each multiplier step of the second is exact (an LP,
     :func:`solver.dual_memory.exact_multipliers`): contest core V, 100 sweeps from
     the start, 741k against 657k for 40 sweeps of the first stage and 60 of the
-    second (BENCHMARKS.md). Where those steps stop, a scale of their multipliers is
-    searched (:func:`_scaled_up`)."""
+    second (BENCHMARKS.md). Where those steps stop, a scale of their multipliers and
+    then each of them is searched (:func:`_scaled_up`); from nonzero ``q0`` there, the
+    exact steps are left out and that search starts at once."""
     factor = 2 ** max(0, min(30, int(math.log2(_LAGRANGE_COSTS / max(1, layout.max_cost)))))
     scaled = layout.scaled(factor)
     base = scaled.unary.copy()
     goal = None if target is None else float(target) * factor
     start = np.zeros(rows.checks) if q0 is None else q0 * factor
     if rows.entries <= EXACT_ENTRIES:
+        if start.any() and _SCALE_SWEEPS > 0:
+            # Multipliers an earlier search ended with: their messages, then the searches
+            # that follow the exact steps, from there (the exact steps would start over
+            # from multipliers far too small, see _scaled_up).
+            messages, done, stopped = _warmed(scaled, base, rows, start, sweeps, deadline)
+            if stopped is None:
+                start, messages, more, stopped = _scaled_up(
+                    scaled, base, rows, start, messages,
+                    None if sweeps is None else sweeps - done, deadline, goal, double=False)
+                done += more
+            return (_certified(scaled, base, rows, start, messages, factor), done, stopped,
+                    start / factor)
         q, messages, done, stopped = _alternate(scaled, base, rows, start,
                                                 _Messages.zeros(scaled.slots), sweeps, deadline,
                                                 goal, exact=True)
@@ -268,6 +294,19 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
                                             deadline, goal)
     second = _certified(scaled, base, rows, q, messages, factor)
     return max(best, second), done + more, stopped, (q if second >= best else first_q) / factor
+
+
+def _warmed(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,
+            sweeps: int | None, deadline: float) -> tuple[_Messages, int, str | None]:
+    """_WARM_SWEEPS sweeps (at most ``sweeps``) at the multipliers ``q`` from zero messages:
+    the messages, the sweeps done, and why they stopped early (else ``None``)."""
+    current = _penalized(scaled, base, rows, q)
+    messages = _Messages.zeros(scaled.slots)
+    count = _WARM_SWEEPS if sweeps is None else min(_WARM_SWEEPS, sweeps)
+    for done in range(count):
+        if time.perf_counter() >= deadline or not current.sweep(messages, deadline):
+            return messages, done, "time"
+    return messages, count, None if count == _WARM_SWEEPS else "sweeps"
 
 
 def _penalized(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray) -> _Layout:
@@ -369,26 +408,30 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
             best, stale = value, 0
         else:
             stale += 1
-            if stale >= _ALTERNATE_PATIENCE:
+            if stale >= (_EXACT_PATIENCE if exact else _ALTERNATE_PATIENCE):
                 return q, messages, done, "converged"
     return q, messages, done, stopped
 
 
 def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,
-               messages: _Messages, sweeps: int | None, deadline: float, goal: float | None
-               ) -> tuple[np.ndarray, _Messages, int, str]:
+               messages: _Messages, sweeps: int | None, deadline: float, goal: float | None,
+               *, double: bool = True) -> tuple[np.ndarray, _Messages, int, str]:
     """The multipliers ``q`` times a scale, searched where the exact steps stopped, then
-    each nonzero multiplier on its own. Each exact step is the best for the messages it
-    is given, and those were spread for the multipliers before it, so the steps settle
-    on multipliers far too small (contest core V: the LP with memory rows has
-    multipliers 30-100 times theirs). The scale doubles while _SCALE_SWEEPS sweeps from
-    the best point's messages raise the bound, and one step of _SCALE_REFINE either side
-    of the best follows. Then rounds over the checks with a multiplier: each doubled,
-    else halved, kept where _CHECK_SWEEPS sweeps from the best point's messages raise
-    the bound (the LP's multipliers differ from the exact steps' in their ratios too: on
-    contest core V, aimed at our cost, 1193028 at 20 s and 1196156 where it converged,
-    where sweeps at the best scale converged at 1123616; BENCHMARKS.md), until a round
-    gains less than _SCALE_GAIN of the bound. Returns the best point's multipliers and
+    that scale and each nonzero multiplier on its own. Each exact step is the best for the
+    messages it is given, and those were spread for the multipliers before it, so the
+    steps settle on multipliers far too small (contest core V: the LP with memory rows has
+    multipliers 30-100 times theirs). With ``double`` the scale doubles while
+    _SCALE_SWEEPS sweeps from the best point's messages raise the bound by _SCALE_GAIN of
+    it. Then a pattern search: in rounds, the common scale and each check with a
+    multiplier times its own factor, or divided by it, kept where the sweeps from the best
+    point's messages raise the bound; a kept direction is tried first next time, its
+    factor squared (up to _CHECK_STEP), and at once again where it gained _CHECK_GAIN of
+    the bound; a factor where neither way is kept shrinks to its square root, and the
+    search ends when all are down to _CHECK_LEAST. The LP's multipliers differ from the
+    ones factors of two settle on by far less than twofold (contest core V: 0.35 against
+    0.31 and 0.28 against 0.36 on the checks that matter most), and the bound is steep
+    there: from zeros, aimed at our cost, 1231675 in 2000 sweeps where rounds of factors
+    of two reached 1196156 (BENCHMARKS.md). Returns the best point's multipliers and
     messages, the sweeps done (at most ``sweeps``) and why it stopped."""
     if not q.any():
         return q, messages, 0, "converged"  # no multiplier to scale
@@ -429,30 +472,45 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
         """Whether the bound rose by less than _SCALE_GAIN of it since ``before``."""
         return best[0] <= before + _SCALE_GAIN * abs(before)
 
-    scale = 2.0
-    while True:
-        before = best[0]
-        if isinstance(got := run(q * scale, _SCALE_SWEEPS), str):
-            return finish(got)
-        if stalled(before):
-            break
-        scale *= 2
-    center = best[1]
-    for factor in (_SCALE_REFINE, 1 / _SCALE_REFINE):
-        if isinstance(got := run(center * factor, _SCALE_SWEEPS), str):
-            return finish(got)
-    while _CHECK_SWEEPS > 0:
-        before = best[0]
-        for check in np.flatnonzero(best[1] > 0):
-            for factor in (2.0, 0.5):
+    if double:
+        scale = 2.0
+        while True:
+            before = best[0]
+            if isinstance(got := run(q * scale, _SCALE_SWEEPS), str):
+                return finish(got)
+            if stalled(before):
+                break
+            scale *= 2
+    # Then a pattern search over the common scale (-1) and each check's multiplier, each with
+    # its own factor: after a kept trial the next one there goes the same way first, its
+    # factor squared (at most _CHECK_STEP); where neither way is kept the factor shrinks to
+    # its square root, down to _CHECK_LEAST.
+    moves = [-1] + np.flatnonzero(best[1] > 0).tolist()
+    factors = {move: _SCALE_REFINE if move < 0 else _CHECK_STEP for move in moves}
+    upward = dict.fromkeys(moves, True)
+    while _CHECK_SWEEPS > 0 and max(factors.values()) > _CHECK_LEAST:
+        for move in moves:
+            if factors[move] <= _CHECK_LEAST:
+                continue
+            tries, kept = [upward[move], not upward[move]], False
+            while tries:
+                up = tries.pop(0)
+                factor = factors[move]
                 trial_q = best[1].copy()
-                trial_q[check] *= factor
+                if move < 0:
+                    trial_q *= factor if up else 1 / factor
+                else:
+                    trial_q[move] *= factor if up else 1 / factor
+                before = best[0]
                 if isinstance(got := run(trial_q, _CHECK_SWEEPS), str):
                     return finish(got)
                 if got:
-                    break
-        if stalled(before):
-            break
+                    upward[move], kept, tries = up, True, []
+                    factors[move] = min(factor * factor, _CHECK_STEP)
+                    if best[0] > before + _CHECK_GAIN * abs(before):
+                        tries = [up]  # again that way, further
+            if not kept:
+                factors[move] = factors[move] ** 0.5
     return finish("converged")
 
 

@@ -53,13 +53,10 @@ class MemoryRows:
               ) -> MemoryRows | None:
         """``None`` when there is no memory rule to relax. ``unary_start[node]`` is
         the node's first unary index in the layout (its kept labels follow)."""
-        if problem.memory_limit is None or not problem.memory:
+        spans = _spans(problem)
+        if spans is None:
             return None
-        starts = np.array([m.start for m in problem.memory], np.int64)
-        ends = np.array([m.end for m in problem.memory], np.int64)
-        checks = np.unique(starts[ends > starts])
-        if not len(checks):
-            return None
+        starts, ends, checks = spans
         fixed = np.zeros(len(checks) + 1, np.int64)
         for use in problem.fixed_memory:
             fixed[np.searchsorted(checks, use.start)] += use.amount
@@ -127,6 +124,28 @@ class MemoryRows:
         np.add.at(change, self.first, per_use)
         np.subtract.at(change, self.last, per_use)
         return np.cumsum(change[:-1])
+
+
+def _spans(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Each memory use's start and end, and the check times; ``None`` without a memory
+    rule to relax."""
+    if problem.memory_limit is None or not problem.memory:
+        return None
+    starts = np.array([m.start for m in problem.memory], np.int64)
+    ends = np.array([m.end for m in problem.memory], np.int64)
+    checks = np.unique(starts[ends > starts])
+    return (starts, ends, checks) if len(checks) else None
+
+
+def exact_rows(problem: Problem) -> bool:
+    """Whether ``problem`` has memory rows small enough for the exact multiplier steps
+    (:data:`EXACT_ENTRIES` (use, check) entries, every label kept)."""
+    spans = _spans(problem)
+    if spans is None:
+        return False
+    starts, ends, checks = spans
+    entries = int((np.searchsorted(checks, ends) - np.searchsorted(checks, starts)).sum())
+    return entries <= EXACT_ENTRIES
 
 
 def node_part(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray, q: np.ndarray

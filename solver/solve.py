@@ -18,6 +18,7 @@ from solver import cpsat, lns
 from solver.anneal import TEMPERATURE, anneal, blocked_moves, kick
 from solver.beside import NotBeside, beside
 from solver.dual_bound import DualBound, dual_bound, dual_bound_detail
+from solver.dual_memory import exact_rows
 from solver.errors import BuildTimeout, ProblemError, SolveError
 from solver.heuristics import heuristic
 from solver.laps import Laps
@@ -71,6 +72,12 @@ DUAL_BOUND_SECONDS = 20.0
 #: bound to 0.8 s after its annealed stages on a slow day: a 96 % gap against 57 %.)
 MEMORY_DUAL_SHARE = 0.1
 MEMORY_DUAL_SECONDS = 5.0
+#: Where the memory rows are small enough for the bound's exact multiplier steps
+#: (:func:`solver.dual_memory.exact_rows`), the searches after those steps need about 800
+#: sweeps to settle: EXACT_DUAL_SHARE of the time limit, at most EXACT_DUAL_SECONDS (contest
+#: V, 60 s: 1204512 with 10.1 s left for it, 1071306 with 5.1 s, BENCHMARKS.md).
+EXACT_DUAL_SHARE = 0.2
+EXACT_DUAL_SECONDS = 12.0
 #: A memory-limited core of at most this many nodes (and no ties) modelled whole is
 #: first annealed (:mod:`solver.anneal`): ANNEAL_ROUNDS walks of this many moves per
 #: node (at most ANNEAL_MOVES each), within ANNEAL_SHARE of the time left. On contest
@@ -788,6 +795,18 @@ def _window_search(core: Problem, start: Answer, first_ms: float | None,
     return Search(answer, bound, _status(bound, answer.cost), first_ms)
 
 
+def _dual_keep(core: Problem, time_limit: float, left: float) -> float:
+    """The seconds (of ``left``) kept from CP-SAT on the whole model for the dual bound:
+    none without memory rows, else MEMORY_DUAL_SHARE of ``time_limit`` up to
+    MEMORY_DUAL_SECONDS, or EXACT_DUAL_SHARE up to EXACT_DUAL_SECONDS where the rows take
+    the exact multiplier steps."""
+    if not core.memory:
+        return 0.0
+    share, most = ((EXACT_DUAL_SHARE, EXACT_DUAL_SECONDS) if exact_rows(core)
+                   else (MEMORY_DUAL_SHARE, MEMORY_DUAL_SECONDS))
+    return min(share * time_limit, most, left)
+
+
 def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
                   first_ms: float | None, options: SolveOptions, deadline: float,
                   laps: Laps, plan: Plan, earlier: DualBound | None = None,
@@ -801,8 +820,7 @@ def _model_search(core: Problem, model: cpsat.LabelModel, start: Answer | None,
     kept for the dual bound in case CP-SAT does not prove its answer (from ``earlier``'s
     multipliers where an earlier stage found some)."""
     left = max(0.0, deadline - time.perf_counter())
-    keep = (min(MEMORY_DUAL_SHARE * options.time_limit, MEMORY_DUAL_SECONDS, left)
-            if core.memory else 0.0)
+    keep = _dual_keep(core, options.time_limit, left)
     searched = options
     if options.deterministic and options.deterministic_time is None:
         searched = replace(options, deterministic_time=CPSAT_WORK_PER_SECOND

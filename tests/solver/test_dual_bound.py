@@ -422,3 +422,81 @@ def test_searches_where_the_exact_steps_stopped(stage: str, least: int,
         assert plain <= searched <= optima[1], f"seed {seed}"
         raised += searched > plain
     assert tried >= 40 and raised >= least, (tried, raised)
+
+
+def test_the_pattern_search_refines_where_factors_of_two_stop(monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    # Random loopy problems whose memory limit binds, with the exact multiplier steps: the
+    # pattern search after the scale shrinks each factor where neither way raises the
+    # bound; stopped once every factor is below two (_CHECK_LEAST 1.99: factors of two
+    # alone, the search as it was), the bound is lower on some and higher on none; both stay
+    # at most the brute-force optimum with the rule.
+    raised = tried = 0
+    for seed, _, problem, optima in binding_limit_problems(777000, range(120), (4, 9), (2, 5)):
+        tried += 1
+        refined = dual_bound(problem, 30.0)
+        with monkeypatch.context() as patch:
+            patch.setattr(solver.dual_bound, "_CHECK_LEAST", 1.99)
+            halving = dual_bound(problem, 30.0)
+        assert halving <= refined <= optima[1], f"seed {seed}"
+        raised += refined > halving
+    assert tried >= 40 and raised >= 5, (tried, raised)
+
+
+def test_an_earlier_searchs_multipliers_skip_the_exact_steps(monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    # Chains whose memory limit binds at every step, with rows small enough for the exact
+    # steps: from the multipliers of 200 sweeps before, no exact step is taken (the sweeps
+    # start at those multipliers), and 20 sweeps reach at least what 20 from zeros reach,
+    # higher on most. On small random problems whose limit binds, such a start keeps the
+    # bound at most the brute-force optimum with the rule.
+    steps = []
+    exact_step = solver.dual_bound._exact_step
+
+    def counted(*args, **kwargs):
+        steps.append(True)
+        return exact_step(*args, **kwargs)
+
+    monkeypatch.setattr(solver.dual_bound, "_exact_step", counted)
+    higher = 0
+    for seed in range(6):
+        raw = chain(40, 3, seed=seed)
+        raw.limit = 12
+        problem = build(raw)
+        earlier = dual_bound_detail(problem, 60.0, sweeps=200)
+        assert steps and earlier.multipliers is not None and any(earlier.multipliers)
+        cold = dual_bound(problem, 60.0, sweeps=20)
+        steps.clear()
+        warm = dual_bound(problem, 60.0, sweeps=20, start=earlier.multipliers)
+        assert not steps and warm >= cold, seed
+        higher += warm > cold
+    assert higher >= 3
+    for seed, _, problem, optima in binding_limit_problems(778000, range(60), (4, 9), (2, 5)):
+        earlier = dual_bound_detail(problem, 30.0, sweeps=40)
+        if earlier.multipliers is not None:
+            assert dual_bound(problem, 30.0, start=earlier.multipliers) <= optima[1], seed
+
+
+def test_exact_rows_counts_the_entries_the_rows_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whether a problem's memory rows take the exact steps, read from its uses alone, agrees
+    # with the rows built over every label: with the threshold at their entries and one
+    # below; never without a memory rule.
+    import solver.dual_memory
+    from solver.dual_memory import exact_rows
+
+    seen = 0
+    for seed in range(40):
+        rng = np.random.default_rng(4400 + seed)
+        problem = build(random_raw(rng, nodes=int(rng.integers(2, 9)), max_labels=3,
+                                   memory=seed % 5 != 0))
+        start = np.concatenate([[0], np.cumsum([len(u) for u in problem.unary])])
+        rows = MemoryRows.build(problem, [np.ones(len(u), bool) for u in problem.unary], start)
+        if rows is None:
+            assert not exact_rows(problem), seed
+            continue
+        seen += 1
+        for threshold, want in ((rows.entries, True), (rows.entries - 1, False)):
+            monkeypatch.setattr(solver.dual_memory, "EXACT_ENTRIES", threshold)
+            assert exact_rows(problem) == want, seed
+        assert not exact_rows(dataclasses.replace(problem, memory_limit=None)), seed
+    assert seen >= 20

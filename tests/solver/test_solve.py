@@ -393,3 +393,25 @@ def test_a_move_whose_memory_cannot_be_freed_is_not_counted_as_a_kick(monkeypatc
     got = _kicked(build(raw), Answer((0, 0, 0, 0), 1100), SolveOptions(time_limit=10.0),
                   time.perf_counter() + 10.0, Laps())
     assert (got.cost, got.labels) == (1005, (0, 0, 1, 1)) == brute_force(raw)
+
+
+def test_the_dual_bound_keeps_more_of_the_time_where_the_memory_rows_are_small(monkeypatch
+                                                                               ) -> None:
+    """From CP-SAT on the whole model the dual bound keeps a slice of the time: where the
+    memory rows take the exact multiplier steps EXACT_DUAL_SHARE of the limit (at most
+    EXACT_DUAL_SECONDS), else MEMORY_DUAL_SHARE (at most MEMORY_DUAL_SECONDS); never more
+    than is left, nothing without memory rows."""
+    import solver.dual_memory
+    from solver.solve import (EXACT_DUAL_SECONDS, EXACT_DUAL_SHARE, MEMORY_DUAL_SECONDS,
+                              MEMORY_DUAL_SHARE, _dual_keep)
+
+    small = build(grid(6, 3, seed=1))
+    assert _dual_keep(small, 30.0, 100.0) == min(EXACT_DUAL_SHARE * 30.0, EXACT_DUAL_SECONDS)
+    assert _dual_keep(small, 600.0, 100.0) == EXACT_DUAL_SECONDS
+    assert _dual_keep(small, 30.0, 0.5) == 0.5
+    monkeypatch.setattr(solver.dual_memory, "EXACT_ENTRIES", 10)
+    assert _dual_keep(small, 30.0, 100.0) == min(MEMORY_DUAL_SHARE * 30.0, MEMORY_DUAL_SECONDS)
+    assert MEMORY_DUAL_SHARE < EXACT_DUAL_SHARE and MEMORY_DUAL_SECONDS < EXACT_DUAL_SECONDS
+    free = grid(6, 3, seed=1)
+    free.memory, free.limit = [], None
+    assert _dual_keep(build(free), 30.0, 100.0) == 0.0
