@@ -435,57 +435,65 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
     messages, the sweeps done (at most ``sweeps``) and why it stopped."""
     if not q.any():
         return q, messages, 0, "converged"  # no multiplier to scale
-    done = 0
-    best = (_penalized(scaled, base, rows, q).float_bound(messages) + rows.constant(q), q,
-            messages)
-
-    def run(trial_q: np.ndarray, count: int) -> str | bool:
-        """``count`` sweeps at ``trial_q`` from the best point's messages, kept where they
-        raise the bound (also when the clock or the sweep budget cuts them: any messages
-        give a bound): why they stopped early, else whether they raised it."""
-        nonlocal done, best
-        trial = best[2].copy()
-        current = _penalized(scaled, base, rows, trial_q)
-        stopped = None
-        for _ in range(count):
-            if sweeps is not None and done >= sweeps:
-                stopped = "sweeps"
-                break
-            if time.perf_counter() >= deadline or not current.sweep(trial, deadline):
-                stopped = "time"
-                break
-            done += 1
-        value = current.float_bound(trial) + rows.constant(trial_q)
-        raised = value > best[0]
-        if raised:
-            best = (value, trial_q, trial)
-        if stopped is not None:
-            return stopped
-        if goal is not None and best[0] >= goal:
-            return "target"
-        return raised
-
-    def finish(stopped: str) -> tuple[np.ndarray, _Messages, int, str]:
-        return best[1], best[2], done, stopped
-
-    def stalled(before: float) -> bool:
-        """Whether the bound rose by less than _SCALE_GAIN of it since ``before``."""
-        return best[0] <= before + _SCALE_GAIN * abs(before)
-
+    trials = _Trials(scaled, base, rows, sweeps, deadline, goal, q, messages)
     if double:
         scale = 2.0
         while True:
-            before = best[0]
-            if isinstance(got := run(q * scale, _SCALE_SWEEPS), str):
-                return finish(got)
-            if stalled(before):
+            before = trials.best[0]
+            if isinstance(got := trials.run(q * scale, _SCALE_SWEEPS), str):
+                return trials.finish(got)
+            if trials.best[0] <= before + _SCALE_GAIN * abs(before):
                 break
             scale *= 2
-    # Then a pattern search over the common scale (-1) and each check's multiplier, each with
-    # its own factor: after a kept trial the next one there goes the same way first, its
-    # factor squared (at most _CHECK_STEP); where neither way is kept the factor shrinks to
-    # its square root, down to _CHECK_LEAST.
-    moves = [-1] + np.flatnonzero(best[1] > 0).tolist()
+    return trials.finish(_patterned(trials))
+
+
+class _Trials:
+    """Trial multipliers, each given sweeps from the best point's messages so far: the best
+    point (float bound, multipliers, messages) and the sweeps done (at most ``sweeps``)."""
+
+    def __init__(self, scaled: _Layout, base: np.ndarray, rows: MemoryRows, sweeps: int | None,
+                 deadline: float, goal: float | None, q: np.ndarray,
+                 messages: _Messages) -> None:
+        self.scaled, self.base, self.rows = scaled, base, rows
+        self.sweeps, self.deadline, self.goal = sweeps, deadline, goal
+        self.done = 0
+        self.best = (_penalized(scaled, base, rows, q).float_bound(messages)
+                     + rows.constant(q), q, messages)
+
+    def run(self, trial_q: np.ndarray, count: int) -> str | bool:
+        """``count`` sweeps at ``trial_q`` from the best point's messages, kept where they
+        raise the bound (also when the clock or the sweep budget cuts them: any messages
+        give a bound): why they stopped early, else whether they raised it."""
+        trial = self.best[2].copy()
+        current = _penalized(self.scaled, self.base, self.rows, trial_q)
+        stopped = None
+        for _ in range(count):
+            if self.sweeps is not None and self.done >= self.sweeps:
+                stopped = "sweeps"
+                break
+            if time.perf_counter() >= self.deadline or not current.sweep(trial, self.deadline):
+                stopped = "time"
+                break
+            self.done += 1
+        value = current.float_bound(trial) + self.rows.constant(trial_q)
+        raised = value > self.best[0]
+        if raised:
+            self.best = (value, trial_q, trial)
+        if stopped is not None:
+            return stopped
+        if self.goal is not None and self.best[0] >= self.goal:
+            return "target"
+        return raised
+
+    def finish(self, stopped: str) -> tuple[np.ndarray, _Messages, int, str]:
+        return self.best[1], self.best[2], self.done, stopped
+
+
+def _patterned(trials: _Trials) -> str:
+    """The pattern search of :func:`_scaled_up` over the common scale (-1) and each check
+    with a multiplier at the best point: why it stopped."""
+    moves = [-1] + np.flatnonzero(trials.best[1] > 0).tolist()
     factors = {move: _SCALE_REFINE if move < 0 else _CHECK_STEP for move in moves}
     upward = dict.fromkeys(moves, True)
     while _CHECK_SWEEPS > 0 and max(factors.values()) > _CHECK_LEAST:
@@ -496,22 +504,22 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
             while tries:
                 up = tries.pop(0)
                 factor = factors[move]
-                trial_q = best[1].copy()
+                trial_q = trials.best[1].copy()
                 if move < 0:
                     trial_q *= factor if up else 1 / factor
                 else:
                     trial_q[move] *= factor if up else 1 / factor
-                before = best[0]
-                if isinstance(got := run(trial_q, _CHECK_SWEEPS), str):
-                    return finish(got)
+                before = trials.best[0]
+                if isinstance(got := trials.run(trial_q, _CHECK_SWEEPS), str):
+                    return got
                 if got:
                     upward[move], kept, tries = up, True, []
                     factors[move] = min(factor * factor, _CHECK_STEP)
-                    if best[0] > before + _CHECK_GAIN * abs(before):
+                    if trials.best[0] > before + _CHECK_GAIN * abs(before):
                         tries = [up]  # again that way, further
             if not kept:
                 factors[move] = factors[move] ** 0.5
-    return finish("converged")
+    return "converged"
 
 
 def _exact_step(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray, q: np.ndarray,
