@@ -25,7 +25,8 @@ multipliers (``start``).
 ``--no-exact``: the memory multipliers by subgradient steps alone, also where the
 memory rows are small enough for the exact (LP) multiplier steps.
 
-``--no-scale``: no search over a scale of the exact steps' multipliers where they stop.
+``--no-scale``: no search where the exact steps stop (neither the scale nor the pattern
+search over each multiplier), and multipliers to start from go through the exact steps.
 
 ``--lp SECONDS``: beside the dual bounds, the LP they are the dual of (the local
 polytope with the memory rows; ties as tables of 0 and forbidden entries), solved
@@ -92,7 +93,7 @@ def main() -> None:
     parser.add_argument("--no-exact", action="store_true",
                         help="no exact (LP) multiplier steps, whatever the rows' size")
     parser.add_argument("--no-scale", action="store_true",
-                        help="no search over a scale of the exact steps' multipliers")
+                        help="no search where the exact steps stop")
     parser.add_argument("--lp", type=float, default=0.0,
                         help="also solve the LP the bound is the dual of, in this many seconds")
     args = parser.parse_args()
