@@ -52,6 +52,7 @@ DATA = REPO.parent / "shared" / "benchmarks" / "iopddl"
 sys.path.insert(0, str(REPO))
 
 import solver.dual_bound as dual  # noqa: E402
+import solver.dual_memory as memory_rows  # noqa: E402
 from solver.dual_bound import dual_bound_detail  # noqa: E402
 from solver.iopddl import read_instance  # noqa: E402
 from solver.problem import FORBIDDEN  # noqa: E402
@@ -98,7 +99,7 @@ def main() -> None:
                         help="also solve the LP the bound is the dual of, in this many seconds")
     args = parser.parse_args()
     if args.no_exact:
-        dual.EXACT_ENTRIES = -1
+        memory_rows.EXACT_ENTRIES = -1
     if args.no_scale:
         dual._SCALE_SWEEPS = 0
     if args.stages:

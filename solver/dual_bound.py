@@ -48,8 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.dual_memory import (EXACT_ENTRIES, SHIFT, MemoryRows, ascend_multipliers,
-                                exact_multipliers, node_part)
+from solver.dual_memory import SHIFT, MemoryRows, ascend_multipliers, exact_multipliers, node_part
 from solver.problem import FORBIDDEN, Problem, trivial_bound
 
 #: Finite costs up to this are exact in float64 with room for the messages;
@@ -89,10 +88,11 @@ _EXACT_PATIENCE = 3
 #: each check's multiplier, _CHECK_SWEEPS sweeps per trial (0: none): first factor
 #: _CHECK_STEP, the most any factor grows to; a kept trial that gains _CHECK_GAIN of the
 #: bound is followed by another that way; the search ends when all factors are down to
-#: _CHECK_LEAST. From an earlier search's multipliers (``start``) the exact steps are left
-#: out: _WARM_SWEEPS sweeps at them, then the pattern search (contest core V, from the
-#: multipliers of 240 sweeps before, aimed at our cost: 1223655 in 1000 sweeps, where the
-#: exact steps started over and factors of two reached 1192584; BENCHMARKS.md).
+#: _CHECK_LEAST. From an earlier search's multipliers (``start``) the exact steps and the
+#: doubling are left out: _WARM_SWEEPS sweeps at them, then the pattern search (contest
+#: core V, from the multipliers of 240 sweeps before, aimed at our cost: 1223655 in 1000
+#: sweeps, where the exact steps started over and factors of two reached 1192584;
+#: BENCHMARKS.md).
 _SCALE_SWEEPS = 20
 _SCALE_REFINE = 2**0.5
 _SCALE_GAIN = 1e-4
@@ -259,19 +259,15 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
     base = scaled.unary.copy()
     goal = None if target is None else float(target) * factor
     start = np.zeros(rows.checks) if q0 is None else q0 * factor
-    if rows.entries <= EXACT_ENTRIES:
+    if rows.exact:
         if start.any() and _SCALE_SWEEPS > 0:
-            # Multipliers an earlier search ended with: their messages, then the searches
-            # that follow the exact steps, from there (the exact steps would start over
-            # from multipliers far too small, see _scaled_up).
-            messages, done, stopped = _warmed(scaled, base, rows, start, sweeps, deadline)
-            if stopped is None:
-                start, messages, more, stopped = _scaled_up(
-                    scaled, base, rows, start, messages,
-                    None if sweeps is None else sweeps - done, deadline, goal, double=False)
-                done += more
-            return (_certified(scaled, base, rows, start, messages, factor), done, stopped,
-                    start / factor)
+            # Multipliers an earlier search ended with: the searches that follow the exact
+            # steps, from there (the exact steps would start over from multipliers far too
+            # small, see _scaled_up).
+            q, messages, done, stopped = _scaled_up(scaled, base, rows, start,
+                                                    _Messages.zeros(scaled.slots), sweeps,
+                                                    deadline, goal, warm=True)
+            return _certified(scaled, base, rows, q, messages, factor), done, stopped, q / factor
         q, messages, done, stopped = _alternate(scaled, base, rows, start,
                                                 _Messages.zeros(scaled.slots), sweeps, deadline,
                                                 goal, exact=True)
@@ -294,19 +290,6 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
                                             deadline, goal)
     second = _certified(scaled, base, rows, q, messages, factor)
     return max(best, second), done + more, stopped, (q if second >= best else first_q) / factor
-
-
-def _warmed(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,
-            sweeps: int | None, deadline: float) -> tuple[_Messages, int, str | None]:
-    """_WARM_SWEEPS sweeps (at most ``sweeps``) at the multipliers ``q`` from zero messages:
-    the messages, the sweeps done, and why they stopped early (else ``None``)."""
-    current = _penalized(scaled, base, rows, q)
-    messages = _Messages.zeros(scaled.slots)
-    count = _WARM_SWEEPS if sweeps is None else min(_WARM_SWEEPS, sweeps)
-    for done in range(count):
-        if time.perf_counter() >= deadline or not current.sweep(messages, deadline):
-            return messages, done, "time"
-    return messages, count, None if count == _WARM_SWEEPS else "sweeps"
 
 
 def _penalized(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray) -> _Layout:
@@ -415,14 +398,15 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
 
 def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,
                messages: _Messages, sweeps: int | None, deadline: float, goal: float | None,
-               *, double: bool = True) -> tuple[np.ndarray, _Messages, int, str]:
+               *, warm: bool = False) -> tuple[np.ndarray, _Messages, int, str]:
     """The multipliers ``q`` times a scale, searched where the exact steps stopped, then
     that scale and each nonzero multiplier on its own. Each exact step is the best for the
     messages it is given, and those were spread for the multipliers before it, so the
     steps settle on multipliers far too small (contest core V: the LP with memory rows has
-    multipliers 30-100 times theirs). With ``double`` the scale doubles while
-    _SCALE_SWEEPS sweeps from the best point's messages raise the bound by _SCALE_GAIN of
-    it. Then a pattern search: in rounds, the common scale and each check with a
+    multipliers 30-100 times theirs). The scale doubles while _SCALE_SWEEPS sweeps from
+    the best point's messages raise the bound by _SCALE_GAIN of it; with ``warm`` (``q``
+    from an earlier search, ``messages`` not yet swept for it) _WARM_SWEEPS sweeps at ``q``
+    instead. Then a pattern search: in rounds, the common scale and each check with a
     multiplier times its own factor, or divided by it, kept where the sweeps from the best
     point's messages raise the bound; a kept direction is tried first next time, its
     factor squared (up to _CHECK_STEP), and at once again where it gained _CHECK_GAIN of
@@ -436,7 +420,10 @@ def _scaled_up(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
     if not q.any():
         return q, messages, 0, "converged"  # no multiplier to scale
     trials = _Trials(scaled, base, rows, sweeps, deadline, goal, q, messages)
-    if double:
+    if warm:
+        if isinstance(got := trials.run(q, _WARM_SWEEPS), str):
+            return trials.finish(got)
+    else:
         scale = 2.0
         while True:
             before = trials.best[0]
@@ -500,26 +487,44 @@ def _patterned(trials: _Trials) -> str:
         for move in moves:
             if factors[move] <= _CHECK_LEAST:
                 continue
-            tries, kept = [upward[move], not upward[move]], False
-            while tries:
-                up = tries.pop(0)
-                factor = factors[move]
-                trial_q = trials.best[1].copy()
-                if move < 0:
-                    trial_q *= factor if up else 1 / factor
-                else:
-                    trial_q[move] *= factor if up else 1 / factor
-                before = trials.best[0]
-                if isinstance(got := trials.run(trial_q, _CHECK_SWEEPS), str):
-                    return got
-                if got:
-                    upward[move], kept, tries = up, True, []
-                    factors[move] = min(factor * factor, _CHECK_STEP)
-                    if trials.best[0] > before + _CHECK_GAIN * abs(before):
-                        tries = [up]  # again that way, further
-            if not kept:
-                factors[move] = factors[move] ** 0.5
+            if isinstance(got := _tried(trials, move, factors, upward), str):
+                return got
+            if not got:
+                factors[move] **= 0.5
     return "converged"
+
+
+def _tried(trials: _Trials, move: int, factors: dict[int, float], upward: dict[int, bool]
+           ) -> str | bool:
+    """Trials at ``move``: the way last kept there first, the other where it is not kept;
+    a kept trial squares the factor (up to _CHECK_STEP) and is followed by another that way
+    where it gained _CHECK_GAIN of the bound. Why the trials stopped early, else whether
+    one was kept."""
+    for up in (upward[move], not upward[move]):
+        kept = False
+        while True:
+            before = trials.best[0]
+            trial_q = _moved(trials.best[1], move, factors[move] if up else 1 / factors[move])
+            if isinstance(got := trials.run(trial_q, _CHECK_SWEEPS), str):
+                return got
+            if not got:
+                break
+            upward[move], kept = up, True
+            factors[move] = min(factors[move] ** 2, _CHECK_STEP)
+            if trials.best[0] <= before + _CHECK_GAIN * abs(before):
+                break
+        if kept:
+            return True
+    return False
+
+
+def _moved(q: np.ndarray, move: int, factor: float) -> np.ndarray:
+    """``q`` with every multiplier (``move`` -1) or check ``move``'s times ``factor``."""
+    if move < 0:
+        return q * factor
+    moved = q.copy()
+    moved[move] *= factor
+    return moved
 
 
 def _exact_step(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray, q: np.ndarray,

@@ -53,10 +53,10 @@ class MemoryRows:
               ) -> MemoryRows | None:
         """``None`` when there is no memory rule to relax. ``unary_start[node]`` is
         the node's first unary index in the layout (its kept labels follow)."""
-        spans = _spans(problem)
+        spans = _use_checks(problem)
         if spans is None:
             return None
-        starts, ends, checks = spans
+        first, last, checks = spans
         fixed = np.zeros(len(checks) + 1, np.int64)
         for use in problem.fixed_memory:
             fixed[np.searchsorted(checks, use.start)] += use.amount
@@ -76,7 +76,7 @@ class MemoryRows:
         usage = np.concatenate([m.usage for m in problem.memory]).astype(np.int64)
         pair = np.flatnonzero(kept[place] & (usage > 0))
         return MemoryRows(
-            first=np.searchsorted(checks, starts), last=np.searchsorted(checks, ends),
+            first=first, last=last,
             pair_use=use[pair], pair_slot=unary_start[nodes][use[pair]] + rank[place[pair]],
             pair_usage=usage[pair], cap=cap)
 
@@ -88,6 +88,11 @@ class MemoryRows:
     def entries(self) -> int:
         """The (use, check) pairs where the use is live at the check."""
         return int((self.last - self.first).sum())
+
+    @property
+    def exact(self) -> bool:
+        """Whether the rows are small enough for the exact multiplier steps."""
+        return self.entries <= EXACT_ENTRIES
 
     def penalties(self, q: np.ndarray, size: int) -> np.ndarray:
         """Per unary index, the added cost (float; for the search only)."""
@@ -126,26 +131,24 @@ class MemoryRows:
         return np.cumsum(change[:-1])
 
 
-def _spans(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Each memory use's start and end, and the check times; ``None`` without a memory
-    rule to relax."""
+def _use_checks(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per memory use, its first check and one past its last, and the check times (each
+    start of a use that is live for a while); ``None`` without a memory rule to relax."""
     if problem.memory_limit is None or not problem.memory:
         return None
     starts = np.array([m.start for m in problem.memory], np.int64)
     ends = np.array([m.end for m in problem.memory], np.int64)
     checks = np.unique(starts[ends > starts])
-    return (starts, ends, checks) if len(checks) else None
+    if not len(checks):
+        return None
+    return np.searchsorted(checks, starts), np.searchsorted(checks, ends), checks
 
 
 def exact_rows(problem: Problem) -> bool:
-    """Whether ``problem`` has memory rows small enough for the exact multiplier steps
-    (:data:`EXACT_ENTRIES` (use, check) entries, every label kept)."""
-    spans = _spans(problem)
-    if spans is None:
-        return False
-    starts, ends, checks = spans
-    entries = int((np.searchsorted(checks, ends) - np.searchsorted(checks, starts)).sum())
-    return entries <= EXACT_ENTRIES
+    """Whether ``problem``'s memory rows (every label kept) take the exact multiplier
+    steps (:attr:`MemoryRows.exact`), read from its uses alone."""
+    spans = _use_checks(problem)
+    return spans is not None and int((spans[1] - spans[0]).sum()) <= EXACT_ENTRIES
 
 
 def node_part(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray, q: np.ndarray
@@ -207,7 +210,7 @@ def exact_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray
     ``z = Σ usage · x`` (so a row sums the uses live at its check). Costs and usages
     are normalized for the LP. Float: the bound is certified later, whatever the
     LP's accuracy."""
-    if rows.entries > EXACT_ENTRIES or time_limit <= 0 or not len(rows.pair_slot):
+    if not rows.exact or time_limit <= 0 or not len(rows.pair_slot):
         return None
     sizes = np.diff(node_start)
     owner = np.repeat(np.arange(len(sizes)), sizes)

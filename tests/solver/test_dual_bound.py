@@ -14,6 +14,7 @@ from test_reductions import build
 
 from solver.dual_bound import dual_bound, dual_bound_detail
 import solver.dual_bound
+import solver.dual_memory
 from solver.dual_memory import MemoryRows, ascend_multipliers, exact_multipliers, node_part
 from solver.problem import FORBIDDEN, Problem, make_problem, peak_memory
 
@@ -130,7 +131,7 @@ def test_memory_multipliers_as_prices_per_use(exact: bool,
     # mu = 2 (bound 10), at time 0 it is 0. Use 0 is live at both checks, use 1 at time 1,
     # use 2 at none: prices 2, 2 and 0 per byte.
     if not exact:
-        monkeypatch.setattr(solver.dual_bound, "EXACT_ENTRIES", -1)
+        monkeypatch.setattr(solver.dual_memory, "EXACT_ENTRIES", -1)
     problem = make_problem([[0, 10], [0, 10]],
                            memory=[(0, 0, 2, [5, 0]), (1, 1, 3, [5, 0]), (0, 5, 5, [3, 0])],
                            memory_limit=5)
@@ -153,7 +154,7 @@ def test_both_multiplier_stages_below_the_optimum(block: int, exact: bool,
     # from a start (10 sweeps from the multipliers of the first bound, or from random
     # ones).
     if not exact:
-        monkeypatch.setattr(solver.dual_bound, "EXACT_ENTRIES", -1)
+        monkeypatch.setattr(solver.dual_memory, "EXACT_ENTRIES", -1)
     above_relaxed = tried = 0
     for seed, rng, problem, optima in binding_limit_problems(
             9100, range(block * 60, block * 60 + 60), (3, 9), (2, 4), forbid_pairs=True):
@@ -368,7 +369,7 @@ def test_a_start_from_earlier_multipliers_climbs_faster(monkeypatch: pytest.Monk
     raw = chain(40, 3, seed=3)
     raw.limit = 12
     problem = build(raw)
-    monkeypatch.setattr(solver.dual_bound, "EXACT_ENTRIES", -1)
+    monkeypatch.setattr(solver.dual_memory, "EXACT_ENTRIES", -1)
     earlier = dual_bound_detail(problem, 60.0, sweeps=200)
     cold = dual_bound_detail(problem, 60.0, sweeps=20)
     warm = dual_bound_detail(problem, 60.0, sweeps=20, start=earlier.multipliers)
@@ -429,8 +430,8 @@ def test_the_pattern_search_refines_where_factors_of_two_stop(monkeypatch: pytes
     # Random loopy problems whose memory limit binds, with the exact multiplier steps: the
     # pattern search after the scale shrinks each factor where neither way raises the
     # bound; stopped once every factor is below two (_CHECK_LEAST 1.99: factors of two
-    # alone, the search as it was), the bound is lower on some and higher on none; both stay
-    # at most the brute-force optimum with the rule.
+    # alone), the bound is lower on some and higher on none; both stay at most the
+    # brute-force optimum with the rule.
     raised = tried = 0
     for seed, _, problem, optima in binding_limit_problems(777000, range(120), (4, 9), (2, 5)):
         tried += 1
@@ -481,7 +482,6 @@ def test_exact_rows_counts_the_entries_the_rows_hold(monkeypatch: pytest.MonkeyP
     # Whether a problem's memory rows take the exact steps, read from its uses alone, agrees
     # with the rows built over every label: with the threshold at their entries and one
     # below; never without a memory rule.
-    import solver.dual_memory
     from solver.dual_memory import exact_rows
 
     seen = 0
