@@ -28,6 +28,9 @@ RUN pip install --no-deps .
 # Import the installed package from outside the source tree: a package directory missing from
 # the install (no __init__.py) fails the build here rather than the first request.
 RUN cd / && python -c "import service.app, service.layout_operations, service.cli"
+# The dual bound's compiled sweeps (numba), compiled once here into a cache every user reads.
+ENV NUMBA_CACHE_DIR=/var/cache/numba
+RUN cd / && python -c "import solver.trws; solver.trws.warm()" && chmod -R a+rwX /var/cache/numba
 
 RUN useradd --create-home --uid 10001 hlo \
     && mkdir -p /data && chown hlo:hlo /data

@@ -28,7 +28,8 @@ shares: ``ω M`` to each edge towards a later node, the rest kept at ``u``, with
 over ``u``'s messages, so the bound never decreases (in exact arithmetic); on
 trees and chains it reaches the optimum. The order is the node index order,
 run level by level (:func:`_levels`): nodes of one level share no edge, so a
-whole level updates at once as numpy passes over the flattened tables. A pass
+whole level updates at once, in compiled loops over the flattened tables
+(:mod:`solver.trws`). A pass
 computes at each level only the ``h_e`` of edges towards nodes it has already
 updated; the others are as the level left them in the pass before (their far
 ends come later in this pass), so each pass reads every table once.
@@ -50,6 +51,7 @@ import numpy as np
 
 from solver.dual_memory import SHIFT, MemoryRows, ascend_multipliers, exact_multipliers, node_part
 from solver.problem import FORBIDDEN, Problem, trivial_bound
+from solver.trws import fill_marginals, sweep_pass
 
 #: Finite costs up to this are exact in float64 with room for the messages;
 #: above it only the trivial bound is given.
@@ -656,6 +658,7 @@ class _Layout:
     table: np.ndarray          # directed tables, row-major, inf = forbidden
     column_slot: np.ndarray    # per entry: the slot of the reverse message for its column
     row_start: np.ndarray      # per slot: its row's first entry
+    row_end: np.ndarray        # per slot: one past its row's last entry
     slot_label: np.ndarray     # per slot: its unary index, relative to its class
     slot_label_abs: np.ndarray  # per slot: its unary index
     edge_slot: np.ndarray      # first slot of each directed edge (+ total)
@@ -663,6 +666,7 @@ class _Layout:
     weight_forward: np.ndarray   # per slot: its share of M in the forward pass
     weight_backward: np.ndarray
     classes: tuple[tuple[int, ...], ...]  # see _level_classes
+    level_table: np.ndarray    # the same as an int64 array (for solver.trws)
     max_cost: int
     max_degree: int
 
@@ -741,11 +745,12 @@ class _Layout:
             unary=unary_int.astype(np.float64), unary_int=unary_int, position=new,
             node_start=node_start,
             table=table, column_slot=column_slot,
-            row_start=row_start,
+            row_start=row_start, row_end=np.append(row_start[1:], total).astype(np.int64),
             slot_label=(slot_label - label_base[slot_class]).astype(index),
             slot_label_abs=slot_label, edge_slot=edge_slot, lower=src < dst,
             weight_forward=weight_forward, weight_backward=weight_backward,
             classes=tuple(classes),
+            level_table=np.array(classes, np.int64).reshape(len(classes), 11),
             max_cost=int(max(unary_int.max(initial=0), flat[flat < FORBIDDEN].max(initial=0))),
             max_degree=int(degree.max(initial=0)))
 
@@ -780,37 +785,23 @@ class _Layout:
         chosen[first[keep]] = True
         return chosen
 
-    def _marginals(self, m: np.ndarray, s0: int, s1: int, e0: int, e1: int) -> np.ndarray:
-        """Per slot of ``s0:s1`` (their entries ``e0:e1``): ``min_b θ(a, b) - m[reverse](b)``."""
-        values = self.table[e0:e1] - m[self.column_slot[e0:e1]]
-        return np.minimum.reduceat(values, self.row_start[s0:s1] - e0)
-
     def sweep(self, messages: _Messages, deadline: float) -> bool:
-        """One forward and one backward pass; False if the deadline came first.
+        """One forward and one backward pass (:func:`solver.trws.sweep_pass`); False if
+        the deadline came first (checked after each pass).
 
         At each level a pass computes the min-marginals of the edges towards the nodes
         it has done; the others' are the ones this level computed in the pass before,
         from the same messages (the nodes at their other ends come later in this pass),
         so each pass reads every table once, not twice. Without ``messages.fresh`` the
         first pass computes them all."""
-        m, h = messages.m, messages.h
         whole, messages.fresh = not messages.fresh, False
-        for forward, weights, classes in ((True, self.weight_forward, self.classes),
-                                          (False, self.weight_backward, self.classes[::-1])):
-            for _, _, _, s0, sm, s1, e0, em, e1, l0, l1 in classes:
-                if s0 == s1:
-                    continue
-                if (whole or forward) and s0 < sm:
-                    h[s0:sm] = self._marginals(m, s0, sm, e0, em)
-                if (whole or not forward) and sm < s1:
-                    h[sm:s1] = self._marginals(m, sm, s1, em, e1)
-                labels = self.slot_label[s0:s1]
-                total = self.unary[l0:l1] + np.bincount(labels, weights=h[s0:s1],
-                                                        minlength=l1 - l0)
-                m[s0:s1] = h[s0:s1] - weights[s0:s1] * total[labels]
-                if time.perf_counter() >= deadline:
-                    return False
+        for forward, weights in ((True, self.weight_forward), (False, self.weight_backward)):
+            sweep_pass(self.level_table, self.table, self.column_slot, self.row_start,
+                       self.row_end, self.slot_label, self.unary, weights, messages.m,
+                       messages.h, forward, whole)
             whole = False
+            if time.perf_counter() >= deadline:
+                return False
         messages.fresh = True
         return True
 
@@ -826,9 +817,11 @@ class _Layout:
             rest = messages.h - m
         else:
             rest = np.zeros_like(m)
-            for _, _, _, _, sm, s1, _, em, e1, _, _ in self.classes:
+            for _, _, _, _, sm, s1, _, _, _, _, _ in self.classes:
                 if sm < s1:
-                    rest[sm:s1] = self._marginals(m, sm, s1, em, e1) - m[sm:s1]
+                    fill_marginals(self.table, self.column_slot, self.row_start, self.row_end,
+                                   m, rest, sm, s1)
+                    rest[sm:s1] -= m[sm:s1]
         edge_min = np.minimum.reduceat(rest, self.edge_slot[:-1])
         return total + float(edge_min[self.lower].sum())
 

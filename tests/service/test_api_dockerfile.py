@@ -66,3 +66,15 @@ def test_build_imports_the_installed_service() -> None:
     steps = instructions()
     smoke = [rest for kw, rest in steps if kw == "RUN" and "import service.app" in rest]
     assert smoke and "service.layout_operations" in smoke[0] and smoke[0].startswith("cd / ")
+
+
+def test_build_compiles_the_dual_bounds_sweeps_into_a_shared_cache() -> None:
+    # numba compiles solver.trws on first use; the image does it at build time, into a
+    # cache directory set before that step and readable by the non-root user.
+    steps = instructions()
+    warm = [i for i, (kw, rest) in enumerate(steps) if kw == "RUN" and "trws.warm()" in rest]
+    cache = [i for i, (kw, rest) in enumerate(steps)
+             if kw == "ENV" and "NUMBA_CACHE_DIR=/var/cache/numba" in rest]
+    user = [i for i, (kw, _) in enumerate(steps) if kw == "USER"]
+    assert warm and cache and user and cache[0] < warm[0] < user[0]
+    assert "chmod -R a+rwX /var/cache/numba" in steps[warm[0]][1]

@@ -1,0 +1,82 @@
+"""The compiled inner loops of :mod:`solver.dual_bound`'s sweeps (numba).
+
+One pass of TRW-S visits the levels of the layout in order (forward) or in reverse
+(backward). At each level it recomputes the min-marginals ``h`` of some of its slots,
+
+    h[s] = min over the entries e of s's row of  table[e] - m[column_slot[e]],
+
+sums them per label into ``M`` (plus the unary cost) and hands ``M`` back in shares:
+``m[s] = h[s] - weight[s] * M[label(s)]``. The loops are the ones the numpy passes
+of the layout ran level by level; the arithmetic is the same operation for operation
+(the per-label sums add the slots in slot order, as ``np.bincount`` does), so the
+messages are the same to the bit, with no temporary array per level: contest cores
+R, S, T and U sweep about four times as fast (BENCHMARKS.md).
+
+``classes`` is the layout's per-level table (:func:`solver.dual_bound._level_classes`):
+columns 3-5 the level's slots ``s0 <= sm <= s1`` (slots towards earlier nodes first),
+9-10 its labels ``l0:l1``; ``slot_label`` is relative to ``l0``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Columns of the per-level table.
+_S0, _SM, _S1, _L0, _L1 = 3, 4, 5, 9, 10
+
+
+@njit(cache=True, nogil=True)
+def fill_marginals(table: np.ndarray, column_slot: np.ndarray, row_start: np.ndarray,
+                   row_end: np.ndarray, m: np.ndarray, h: np.ndarray, first: int,
+                   stop: int) -> None:  # pragma: no cover - compiled
+    """``h[s]`` for the slots ``first:stop``."""
+    for s in range(first, stop):
+        best = np.inf
+        for e in range(row_start[s], row_end[s]):
+            value = table[e] - m[column_slot[e]]
+            if value < best:
+                best = value
+        h[s] = best
+
+
+@njit(cache=True, nogil=True)
+def sweep_pass(classes: np.ndarray, table: np.ndarray, column_slot: np.ndarray,
+               row_start: np.ndarray, row_end: np.ndarray, slot_label: np.ndarray,
+               unary: np.ndarray, weights: np.ndarray, m: np.ndarray, h: np.ndarray,
+               forward: bool, whole: bool) -> None:  # pragma: no cover - compiled
+    """One pass over the levels (forward: in order, else reversed). A forward pass
+    recomputes the marginals of the slots towards earlier nodes, a backward one of
+    those towards later nodes; ``whole``: both."""
+    count = classes.shape[0]
+    total = np.zeros(unary.shape[0])
+    for i in range(count):
+        c = i if forward else count - 1 - i
+        s0, sm, s1 = classes[c, _S0], classes[c, _SM], classes[c, _S1]
+        l0, l1 = classes[c, _L0], classes[c, _L1]
+        if s0 == s1:
+            continue
+        if (whole or forward) and s0 < sm:
+            fill_marginals(table, column_slot, row_start, row_end, m, h, s0, sm)
+        if (whole or not forward) and sm < s1:
+            fill_marginals(table, column_slot, row_start, row_end, m, h, sm, s1)
+        for label in range(l0, l1):
+            total[label] = 0.0
+        for s in range(s0, s1):
+            total[l0 + slot_label[s]] += h[s]
+        for label in range(l0, l1):
+            total[label] += unary[label]
+        for s in range(s0, s1):
+            m[s] = h[s] - weights[s] * total[l0 + slot_label[s]]
+
+
+def warm() -> None:
+    """Compile the kernels for the layouts' usual types (int32 indices) now, into numba's
+    cache, so the first bound of a fresh process does not wait for the compiler (about
+    two seconds; a cached kernel loads in a fraction of one)."""
+    index = np.zeros(1, np.int32)
+    starts, ends = np.zeros(1, np.int64), np.ones(1, np.int64)
+    classes = np.array([[0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 1]], np.int64)
+    m, h, values = np.zeros(1), np.zeros(1), np.zeros(1)
+    fill_marginals(values, index, starts, ends, m, h, 0, 1)
+    sweep_pass(classes, values, index, starts, ends, index, values, values, m, h, True, True)
