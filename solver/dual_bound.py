@@ -76,13 +76,14 @@ _SMALLEST_STEP = 1e-3
 #: Share of the time (or sweeps) for the subgradient stage; the rest alternates
 #: _MULTIPLIER_ROUNDS multiplier steps with _ALTERNATE_SWEEPS sweeps (contest cores
 #: K, U, S, T: 5 sweeps beat 10, 20 rounds beat 50), until _ALTERNATE_PATIENCE rounds
-#: gain nothing; with exact steps, _EXACT_PATIENCE rounds (the searches after them climb
-#: further: contest core V, 800 sweeps from zeros, 1214801 against 1212016 with 20).
+#: gain nothing; with exact steps, _EXACT_ROUNDS rounds, then the searches of _scaled_up
+#: (contest core V, 1000 sweeps from zeros aimed at our cost: 1221480, against 1185787
+#: where the exact rounds went on until three gained nothing; BENCHMARKS.md).
 _SUBGRADIENT_SHARE = 0.5
 _ALTERNATE_SWEEPS = 5
 _MULTIPLIER_ROUNDS = 20
 _ALTERNATE_PATIENCE = 20
-_EXACT_PATIENCE = 3
+_EXACT_ROUNDS = 3
 #: Where exact multiplier steps stopped, their multipliers times a scale
 #: (:func:`_scaled_up`): _SCALE_SWEEPS sweeps per scale tried (0: no search), the relative
 #: gain a doubling must make to go on (contest core V: 638691 -> about 1.07M in 9 s,
@@ -366,8 +367,11 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
     slack = np.maximum(rows.load(current.choice(messages)) - rows.cap, 0.0)
     scale = max(abs(current.float_bound(messages)), float(scaled.max_cost))
     step = 1e-3 * scale / max(1.0, float((slack * slack).sum()))
-    done, stopped, best, stale = 0, "sweeps", -math.inf, 0
+    done, stopped, best, stale, rounds = 0, "sweeps", -math.inf, 0, 0
     while sweeps is None or done < sweeps:
+        if exact and rounds >= _EXACT_ROUNDS:
+            return q, messages, done, "converged"
+        rounds += 1
         node = base + np.bincount(scaled.slot_label_abs, weights=messages.m,
                                   minlength=len(base))
         if exact:
@@ -388,12 +392,13 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
             return q, messages, done, "target"
         # Converged: _ALTERNATE_PATIENCE rounds in a row without a relative gain of 1e-9
         # (the bound climbs unevenly here, so a long patience; on a small problem this still
-        # comes long before the deadline, which it would otherwise use up).
-        if value > best + 1e-9 * abs(best):
+        # comes long before the deadline, which it would otherwise use up). The first round
+        # sets ``best`` (from -inf the relative test is a NaN).
+        if best == -math.inf or value > best + 1e-9 * abs(best):
             best, stale = value, 0
         else:
             stale += 1
-            if stale >= (_EXACT_PATIENCE if exact else _ALTERNATE_PATIENCE):
+            if stale >= _ALTERNATE_PATIENCE:
                 return q, messages, done, "converged"
     return q, messages, done, stopped
 

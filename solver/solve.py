@@ -213,15 +213,17 @@ PENALTY_MIN_BACKTRACKS, PENALTY_MAX_BACKTRACKS = 100, 2_000
 PENALTY_SHARE = 0.95
 PENALTY_WORK_SHARE = 0.7
 #: The priced search's dual bound: as many sweeps as fit in PRICE_DUAL_SECONDS, each
-#: estimated at PRICE_SWEEP_SECONDS per table entry (compiled sweeps, contest cores T,
-#: N, R, U: 5.0e-9 to 9.5e-9 on 2026-12-07, rounded up; K's small tables 1.6e-8), at most
-#: PRICE_SWEEPS (N and M converge in 220),
+#: estimated at PRICE_SWEEP_SECONDS per table entry (contest cores T, N: 2.8e-8 and
+#: 2.3e-8 on 2026-11-29, rounded up; the compiled sweeps since take about a quarter of
+#: that, and the real seconds saved go to the stages after by the clock: charged at 1e-8,
+#: the plan gave them to the priced searches' rounds instead, and contest cores R and T
+#: ended 5 % dearer), at most PRICE_SWEEPS (N and M converge in 220),
 #: within PRICE_DUAL_SHARE of the penalty searches' time left (a safety net). Its
 #: multipliers ripen slowly: on N the priced answers cost 1.12 of the best published
 #: after 120 sweeps, 1.04 after 220.
 PRICE_DUAL_SECONDS = 20.0
 PRICE_SWEEPS = 240
-PRICE_SWEEP_SECONDS = 1e-8
+PRICE_SWEEP_SECONDS = 3e-8
 PRICE_DUAL_SHARE = 0.6
 #: On cores above PENALTY_LARGE_ENTRIES the search beside the priced one is the priced
 #: search again, its scales PRICE_OFFSET times the first's (two and a half growth steps

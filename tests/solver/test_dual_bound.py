@@ -524,3 +524,37 @@ def test_warm_compiles_the_kernels_a_layout_calls() -> None:
     assert before[0] and before[1]
     assert list(solver.trws.sweep_pass.signatures) == before[0]
     assert list(solver.trws.fill_marginals.signatures) == before[1]
+
+
+def test_the_alternating_stage_stops_only_once_its_bound_stops_rising(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A bound that rises for 10 rounds and then stays: the stage goes on while it rises and
+    # stops after _ALTERNATE_PATIENCE rounds without a gain (30 rounds), not after the first
+    # _ALTERNATE_PATIENCE rounds whatever the bound does. With exact steps it hands over to
+    # the searches after _EXACT_ROUNDS rounds.
+    from types import SimpleNamespace
+
+    module = solver.dual_bound
+    swept = [0]
+    fake = SimpleNamespace(
+        sweep=lambda messages, deadline: swept.__setitem__(0, swept[0] + 1) or True,
+        float_bound=lambda messages: float(min(swept[0] // module._ALTERNATE_SWEEPS, 10)),
+        choice=lambda messages: np.zeros(1, bool))
+    rows = SimpleNamespace(load=lambda chosen: np.zeros(1), cap=np.zeros(1),
+                           constant=lambda q: 0.0)
+    scaled = SimpleNamespace(slot_label_abs=np.zeros(0, np.int64), max_cost=1,
+                             node_start=np.array([0, 1]))
+    monkeypatch.setattr(module, "_penalized", lambda *args: fake)
+    monkeypatch.setattr(module, "ascend_multipliers", lambda rows, node, start, q, step, n:
+                        (q, step))
+    monkeypatch.setattr(module, "_exact_step", lambda rows, node, start, q, deadline:
+                        (q, True))
+    messages = module._Messages.zeros(0)
+    q, _, done, stopped = module._alternate(scaled, np.zeros(1), rows, np.zeros(1), messages,
+                                            None, float("inf"), None)
+    assert stopped == "converged"
+    assert done == (10 + module._ALTERNATE_PATIENCE) * module._ALTERNATE_SWEEPS
+    swept[0] = 0
+    _, _, done, stopped = module._alternate(scaled, np.zeros(1), rows, np.zeros(1), messages,
+                                            None, float("inf"), None, exact=True)
+    assert (stopped, done) == ("converged", module._EXACT_ROUNDS * module._ALTERNATE_SWEEPS)

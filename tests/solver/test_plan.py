@@ -216,10 +216,10 @@ def test_the_last_dual_bound_starts_from_the_priced_search_multipliers(monkeypat
 
 
 def test_the_priced_dual_bound_sweeps_fit_its_planned_seconds() -> None:
-    # PRICE_DUAL_SECONDS 20 at PRICE_SWEEP_SECONDS 1e-8 per entry: 15M entries fit
+    # PRICE_DUAL_SECONDS 20 at PRICE_SWEEP_SECONDS 3e-8 per entry: 5M entries fit
     # 20 / 0.15 = 133 sweeps; a small core the most, PRICE_SWEEPS; a huge one still one.
-    assert solver.solve.PRICE_DUAL_SECONDS == 20.0 and solver.solve.PRICE_SWEEP_SECONDS == 1e-8
-    assert solver.solve._price_sweeps(15_000_000) == 133
+    assert solver.solve.PRICE_DUAL_SECONDS == 20.0 and solver.solve.PRICE_SWEEP_SECONDS == 3e-8
+    assert solver.solve._price_sweeps(5_000_000) == 133
     assert solver.solve._price_sweeps(1_000) == solver.solve.PRICE_SWEEPS == 240
     assert solver.solve._price_sweeps(10**12) == 1
 
