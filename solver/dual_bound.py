@@ -662,16 +662,14 @@ class _Layout:
     node_start: np.ndarray     # first unary index of each node (+ total)
     table: np.ndarray          # directed tables, row-major, inf = forbidden
     column_slot: np.ndarray    # per entry: the slot of the reverse message for its column
-    row_start: np.ndarray      # per slot: its row's first entry
-    row_end: np.ndarray        # per slot: one past its row's last entry
+    row_start: np.ndarray      # per slot: its row's first entry; last, the entries' total
     slot_label: np.ndarray     # per slot: its unary index, relative to its class
     slot_label_abs: np.ndarray  # per slot: its unary index
     edge_slot: np.ndarray      # first slot of each directed edge (+ total)
     lower: np.ndarray          # per directed edge: src < dst (counts each edge once)
     weight_forward: np.ndarray   # per slot: its share of M in the forward pass
     weight_backward: np.ndarray
-    classes: tuple[tuple[int, ...], ...]  # see _level_classes
-    level_table: np.ndarray    # the same as an int64 array (for solver.trws)
+    classes: np.ndarray        # per level a row of 11 offsets, see _level_classes (int64)
     max_cost: int
     max_degree: int
 
@@ -744,18 +742,16 @@ class _Layout:
 
         classes, slot_class = _level_classes(node_level, src, dst, edge_slot, table_start,
                                              node_start, len(slot_edge))
-        label_base = np.array([c[9] for c in classes], np.int64)
         degree = np.bincount(src, minlength=n)
         return _Layout(
             unary=unary_int.astype(np.float64), unary_int=unary_int, position=new,
             node_start=node_start,
             table=table, column_slot=column_slot,
-            row_start=row_start, row_end=np.append(row_start[1:], total).astype(np.int64),
-            slot_label=(slot_label - label_base[slot_class]).astype(index),
+            row_start=np.append(row_start, total).astype(np.int64),
+            slot_label=(slot_label - classes[slot_class, 9]).astype(index),
             slot_label_abs=slot_label, edge_slot=edge_slot, lower=src < dst,
             weight_forward=weight_forward, weight_backward=weight_backward,
-            classes=tuple(classes),
-            level_table=np.array(classes, np.int64).reshape(len(classes), 11),
+            classes=classes,
             max_cost=int(max(unary_int.max(initial=0), flat[flat < FORBIDDEN].max(initial=0))),
             max_degree=int(degree.max(initial=0)))
 
@@ -801,9 +797,9 @@ class _Layout:
         first pass computes them all."""
         whole, messages.fresh = not messages.fresh, False
         for forward, weights in ((True, self.weight_forward), (False, self.weight_backward)):
-            sweep_pass(self.level_table, self.table, self.column_slot, self.row_start,
-                       self.row_end, self.slot_label, self.unary, weights, messages.m,
-                       messages.h, forward, whole)
+            sweep_pass(self.classes, self.table, self.column_slot, self.row_start,
+                       self.slot_label, self.unary, weights, messages.m, messages.h, forward,
+                       whole)
             whole = False
             if time.perf_counter() >= deadline:
                 return False
@@ -822,10 +818,9 @@ class _Layout:
             rest = messages.h - m
         else:
             rest = np.zeros_like(m)
-            for _, _, _, _, sm, s1, _, _, _, _, _ in self.classes:
+            for _, _, _, _, sm, s1, _, _, _, _, _ in self.classes.tolist():
                 if sm < s1:
-                    fill_marginals(self.table, self.column_slot, self.row_start, self.row_end,
-                                   m, rest, sm, s1)
+                    fill_marginals(self.table, self.column_slot, self.row_start, m, rest, sm, s1)
                     rest[sm:s1] -= m[sm:s1]
         edge_min = np.minimum.reduceat(rest, self.edge_slot[:-1])
         return total + float(edge_min[self.lower].sum())
@@ -845,7 +840,7 @@ class _Layout:
         np.add.at(node, self.slot_label_abs, scaled)
         total = sum(np.minimum.reduceat(node, self.node_start[:-1]).tolist())
         # Each edge once: from its lower node (the second half of that node's level).
-        for _, dm, d1, _, sm, s1, _, em, e1, _, _ in self.classes:
+        for _, dm, d1, _, sm, s1, _, em, e1, _, _ in self.classes.tolist():
             if sm == s1:
                 continue
             entries = self.table[em:e1]
@@ -859,10 +854,10 @@ class _Layout:
 
 def _level_classes(levels: np.ndarray, src: np.ndarray, dst: np.ndarray,
                    edge_slot: np.ndarray, table_start: np.ndarray, node_start: np.ndarray,
-                   slots: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """Per level (nodes in index order), the ranges of its directed edges, slots and
-    table entries, each split where the edges towards later nodes begin, and of its
-    labels; and the level of every slot."""
+                   slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per level (nodes in index order), a row of the ranges of its directed edges, slots
+    and table entries, each split where the edges towards later nodes begin, and of its
+    labels: ``d0 dm d1 s0 sm s1 e0 em e1 l0 l1`` (int64); and the level of every slot."""
     count = int(levels.max(initial=-1)) + 1
     node_bounds = np.searchsorted(levels, np.arange(count + 1))
     edge_level = levels[src]
@@ -877,4 +872,4 @@ def _level_classes(levels: np.ndarray, src: np.ndarray, dst: np.ndarray,
         classes.append((d0, dm, d1, s0, sm, s1, int(table_start[d0]), int(table_start[dm]),
                         int(table_start[d1]), int(node_start[node_bounds[c]]),
                         int(node_start[node_bounds[c + 1]])))
-    return classes, slot_class
+    return np.array(classes, np.int64).reshape(count, 11), slot_class

@@ -28,12 +28,13 @@ _S0, _SM, _S1, _L0, _L1 = 3, 4, 5, 9, 10
 
 @njit(cache=True, nogil=True)
 def fill_marginals(table: np.ndarray, column_slot: np.ndarray, row_start: np.ndarray,
-                   row_end: np.ndarray, m: np.ndarray, h: np.ndarray, first: int,
+                   m: np.ndarray, h: np.ndarray, first: int,
                    stop: int) -> None:  # pragma: no cover - compiled
-    """``h[s]`` for the slots ``first:stop``."""
+    """``h[s]`` for the slots ``first:stop`` (slot ``s``'s row: entries ``row_start[s]``
+    to ``row_start[s + 1]``)."""
     for s in range(first, stop):
         best = np.inf
-        for e in range(row_start[s], row_end[s]):
+        for e in range(row_start[s], row_start[s + 1]):
             value = table[e] - m[column_slot[e]]
             if value < best:
                 best = value
@@ -42,7 +43,7 @@ def fill_marginals(table: np.ndarray, column_slot: np.ndarray, row_start: np.nda
 
 @njit(cache=True, nogil=True)
 def sweep_pass(classes: np.ndarray, table: np.ndarray, column_slot: np.ndarray,
-               row_start: np.ndarray, row_end: np.ndarray, slot_label: np.ndarray,
+               row_start: np.ndarray, slot_label: np.ndarray,
                unary: np.ndarray, weights: np.ndarray, m: np.ndarray, h: np.ndarray,
                forward: bool, whole: bool) -> None:  # pragma: no cover - compiled
     """One pass over the levels (forward: in order, else reversed). A forward pass
@@ -57,9 +58,9 @@ def sweep_pass(classes: np.ndarray, table: np.ndarray, column_slot: np.ndarray,
         if s0 == s1:
             continue
         if (whole or forward) and s0 < sm:
-            fill_marginals(table, column_slot, row_start, row_end, m, h, s0, sm)
+            fill_marginals(table, column_slot, row_start, m, h, s0, sm)
         if (whole or not forward) and sm < s1:
-            fill_marginals(table, column_slot, row_start, row_end, m, h, sm, s1)
+            fill_marginals(table, column_slot, row_start, m, h, sm, s1)
         for label in range(l0, l1):
             total[label] = 0.0
         for s in range(s0, s1):
@@ -75,8 +76,8 @@ def warm() -> None:
     cache, so the first bound of a fresh process does not wait for the compiler (about
     two seconds; a cached kernel loads in a fraction of one)."""
     index = np.zeros(1, np.int32)
-    starts, ends = np.zeros(1, np.int64), np.ones(1, np.int64)
+    starts = np.array([0, 1], np.int64)
     classes = np.array([[0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 1]], np.int64)
     m, h, values = np.zeros(1), np.zeros(1), np.zeros(1)
-    fill_marginals(values, index, starts, ends, m, h, 0, 1)
-    sweep_pass(classes, values, index, starts, ends, index, values, values, m, h, True, True)
+    fill_marginals(values, index, starts, m, h, 0, 1)
+    sweep_pass(classes, values, index, starts, index, values, values, m, h, True, True)

@@ -311,9 +311,10 @@ def test_grid_deterministic_and_stops() -> None:
 def reference_sweep(layout, m: np.ndarray) -> None:
     """One TRW-S sweep over ``layout``'s levels in plain loops, every min-marginal of a
     level computed afresh from the messages as they are when the level comes."""
-    starts = layout.row_start.tolist() + [len(layout.table)]
-    for weights, classes in ((layout.weight_forward, layout.classes),
-                             (layout.weight_backward, layout.classes[::-1])):
+    starts = layout.row_start.tolist()
+    levels = layout.classes.tolist()
+    for weights, classes in ((layout.weight_forward, levels),
+                             (layout.weight_backward, levels[::-1])):
         for _, _, _, s0, _, s1, _, _, _, l0, l1 in classes:
             h = [min((float(layout.table[e]) - m[layout.column_slot[e]]
                       for e in range(starts[s], starts[s + 1])), default=np.inf)
@@ -326,8 +327,8 @@ def reference_sweep(layout, m: np.ndarray) -> None:
                 m[s] = h[s - s0] - weights[s] * total[layout.slot_label[s]]
 
 
-def test_each_pass_reads_only_the_marginals_it_changed(monkeypatch: pytest.MonkeyPatch
-                                                        ) -> None:
+def test_compiled_sweeps_match_sweeps_that_recompute_every_marginal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # A sweep computes, at each level, only the min-marginals of the edges towards the
     # nodes its pass has done, and keeps the others from the pass before (compiled,
     # solver.trws). Against sweeps in plain loops that compute every min-marginal afresh:
