@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from solver.dual_bound import dual_bound_detail  # noqa: E402
 from solver.dual_memory import MemoryRows  # noqa: E402
+from solver.flat import Flat  # noqa: E402
 from solver.iopddl import read_instance  # noqa: E402
 from solver.reductions import reduce_problem  # noqa: E402
 from solver.wcsp import solve_wcsp  # noqa: E402
@@ -42,14 +43,13 @@ from solver.wcsp import solve_wcsp  # noqa: E402
 
 def priced(core, prices: tuple[float, ...], multipliers: tuple[float, ...]
            ) -> tuple[list[np.ndarray], float]:
-    """Per node, the prices' cost of each label (float), and the constant ``-Σ μ_t cap_t``."""
-    extra = [np.zeros(len(u)) for u in core.unary]
-    for use, price in zip(core.memory, prices):
-        extra[use.node] = extra[use.node] + price * np.asarray(use.usage, np.float64)
-    sizes = np.array([len(u) for u in core.unary], np.int64)
-    rows = MemoryRows.build(core, [np.ones(len(u), bool) for u in core.unary],
-                            np.cumsum(sizes) - sizes)
-    return extra, -float((np.asarray(multipliers) * rows.cap).sum())
+    """Per node, the prices' cost of each label (float), as the priced search puts them
+    (:meth:`solver.flat.Flat.penalty_per_use`), and the constant ``-Σ μ_t cap_t``."""
+    flat = Flat(core)
+    per_label = flat.penalty_per_use(np.asarray(prices, np.float64)[flat.u_source])
+    rows = MemoryRows.build(core, [np.ones(len(u), bool) for u in core.unary], flat.off[:-1])
+    return (np.split(per_label, flat.off[1:-1]),
+            rows.constant(np.asarray(multipliers, np.float64)))
 
 
 def main() -> None:

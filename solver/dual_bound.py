@@ -818,7 +818,7 @@ class _Layout:
             rest = messages.h - m
         else:
             rest = np.zeros_like(m)
-            for _, _, _, _, sm, s1, _, _, _, _, _ in self.classes.tolist():
+            for sm, s1 in self.classes[:, 4:6].tolist():
                 if sm < s1:
                     fill_marginals(self.table, self.column_slot, self.row_start, m, rest, sm, s1)
                     rest[sm:s1] -= m[sm:s1]
