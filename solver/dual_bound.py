@@ -84,6 +84,15 @@ _ALTERNATE_SWEEPS = 5
 _MULTIPLIER_ROUNDS = 20
 _ALTERNATE_PATIENCE = 20
 _EXACT_ROUNDS = 3
+#: Where the memory rows are too large for the searches of _scaled_up, the subgradient
+#: stage takes _LARGE_SHARE of the time (or sweeps) and finds the multipliers' scale; then
+#: exact steps alternate with _LARGE_SWEEPS sweeps each, until _LARGE_PATIENCE rounds in
+#: a row gain nothing (contest cores R, S, T, U in 7 s from zeros, aimed at our cost:
+#: 20.6, 12.0, 18.6, 24.9 % below it, where the subgradient steps with the steps of
+#: ascend_multipliers stayed 27.6, 34.4, 38.6, 35.6 % below; BENCHMARKS.md).
+_LARGE_SHARE = 0.15
+_LARGE_SWEEPS = 20
+_LARGE_PATIENCE = 5
 #: Where exact multiplier steps stopped, their multipliers times a scale
 #: (:func:`_scaled_up`): _SCALE_SWEEPS sweeps per scale tried (0: no search), the relative
 #: gain a doubling must make to go on (contest core V: 638691 -> about 1.07M in 9 s,
@@ -151,7 +160,7 @@ class _Messages:
 
 def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None,
                target: int | None = None, memory: bool = True,
-               start: tuple[float, ...] | None = None) -> int:
+               start: tuple[float, ...] | None = None, lp_steps: bool = True) -> int:
     """A lower bound on the cost of every assignment that keeps the hard rules.
 
     Ties count. The memory rule counts through Lagrangian multipliers
@@ -169,16 +178,21 @@ def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None
     aims their steps). ``start``: memory multipliers to start from instead of
     zeros, the ``multipliers`` of an earlier bound on the same problem (contest core
     K, aimed at our cost: 1.700e9 from zeros in 20 s, 1.803e9 from those of 240
-    sweeps before; BENCHMARKS.md). With a time limit that does not bind, the result
-    depends only on the arguments.
+    sweeps before; BENCHMARKS.md). ``lp_steps``: where the memory rows are large, the
+    multiplier steps after the subgradient stage are the LP's
+    (:func:`solver.dual_memory.exact_multipliers`), else the steps of
+    :func:`solver.dual_memory.ascend_multipliers` (the bound far lower; their prices
+    serve the priced search better, see :func:`_ascend_with_memory`). With a time limit
+    that does not bind, the result depends only on the arguments.
     """
     return dual_bound_detail(problem, time_limit, sweeps=sweeps, target=target,
-                             memory=memory, start=start).value
+                             memory=memory, start=start, lp_steps=lp_steps).value
 
 
 def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None = None,
                       target: int | None = None, memory: bool = True,
-                      start: tuple[float, ...] | None = None) -> DualBound:
+                      start: tuple[float, ...] | None = None,
+                      lp_steps: bool = True) -> DualBound:
     """:func:`dual_bound` with the number of sweeps and the reason it stopped."""
     deadline = time.perf_counter() + time_limit
     trivial = trivial_bound(problem)
@@ -206,7 +220,8 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
     if start is not None and len(start) != rows.checks:
         raise ValueError(f"start: {len(start)} multipliers for {rows.checks} checks")
     q0 = None if start is None else np.maximum(np.asarray(start, np.float64), 0.0)
-    value, done, stopped, q = _ascend_with_memory(layout, rows, sweeps, deadline, target, q0)
+    value, done, stopped, q = _ascend_with_memory(layout, rows, sweeps, deadline, target, q0,
+                                                  lp_steps)
     prefix = np.concatenate([[0.0], np.cumsum(q)])
     prices = prefix[rows.last] - prefix[rows.first]
     return DualBound(max(trivial, min(value, FORBIDDEN)), done, stopped, tuple(prices.tolist()),
@@ -236,23 +251,29 @@ def _ascend(layout: _Layout, sweeps: int | None, deadline: float, target: int | 
 
 
 def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, deadline: float,
-                        target: int | None, q0: np.ndarray | None = None
-                        ) -> tuple[int, int, str, np.ndarray]:
+                        target: int | None, q0: np.ndarray | None = None,
+                        lp_steps: bool = True) -> tuple[int, int, str, np.ndarray]:
     """Two stages on the memory multipliers from ``q0`` (per check, the problem's
     units; zeros without), the better point certified: (bound, sweeps, why stopped,
     that point's multipliers per check in the problem's units).
 
-    First (half the sweeps, or half the time) TRW-S sweeps interleaved with
-    projected subgradient steps (:func:`_subgradient`); then, from its best
-    point, sweeps alternating with multiplier steps that raise the bound with the
-    messages fixed (:func:`_alternate`). The first finds good multipliers early
-    and then stalls (its Polyak steps overshoot); the second climbs steadily from
-    there (contest cores K, U: 1.737e9 → 1.767e9 and 1.473e9 → 1.636e9 in the same
-    sweeps, BENCHMARKS.md).
+    First (_LARGE_SHARE of the sweeps, or of the time) TRW-S sweeps interleaved with
+    projected subgradient steps (:func:`_subgradient`); then, from its best point,
+    sweeps alternating with the multipliers that maximize the bound with the messages
+    fixed (an LP, :func:`solver.dual_memory.exact_multipliers`; :func:`_alternate`).
+    The first finds the multipliers' scale early and then stalls (its Polyak steps
+    overshoot); the second climbs steadily from there, but from zeros it climbs slowly
+    where the scale is large (contest core U: 29.4 % below our cost after 20 s from
+    zeros, 23.5 % after a subgradient stage of 10 s; BENCHMARKS.md). Without
+    ``lp_steps``, the first stage takes half and the second steps by
+    :func:`solver.dual_memory.ascend_multipliers`: the bound stays far lower (contest
+    cores R, S, T, U in 7 s: 27.6, 34.4, 38.6, 35.6 % below our cost), but the priced
+    search (:mod:`solver.penalties`) does better on its prices (contest cores T and U:
+    1.126 and 1.147 times the best published cost on the LP's, 0.958 and 1.036 on
+    these; BENCHMARKS.md).
 
     Where the memory rows are small (:data:`solver.dual_memory.EXACT_ENTRIES`) the
-    first stage is left out and each multiplier step of the second is exact (an LP,
-    :func:`solver.dual_memory.exact_multipliers`): contest core V, 100 sweeps from
+    first stage is left out and the exact steps stop after _EXACT_ROUNDS rounds: contest core V, 100 sweeps from
     the start, 741k against 657k for 40 sweeps of the first stage and 60 of the
     second (BENCHMARKS.md). Where those steps stop, a scale of their multipliers and
     then each of them is searched (:func:`_scaled_up`); from nonzero ``q0`` there, the
@@ -280,8 +301,9 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
                                                     deadline, goal)
             done += more
         return _certified(scaled, base, rows, q, messages, factor), done, stopped, q / factor
-    first = None if sweeps is None else math.ceil(_SUBGRADIENT_SHARE * sweeps)
-    middle = time.perf_counter() + _SUBGRADIENT_SHARE * max(0.0, deadline - time.perf_counter())
+    share = _LARGE_SHARE if lp_steps else _SUBGRADIENT_SHARE
+    first = None if sweeps is None else math.ceil(share * sweeps)
+    middle = time.perf_counter() + share * max(0.0, deadline - time.perf_counter())
     q, messages, done, stopped = _subgradient(scaled, base, rows, first, middle, goal, factor,
                                               start)
     best = _certified(scaled, base, rows, q, messages, factor)
@@ -290,7 +312,10 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
         return best, done, stopped if time.perf_counter() < deadline else "time", q / factor
     first_q = q
     q, messages, more, stopped = _alternate(scaled, base, rows, q, messages.copy(), rest,
-                                            deadline, goal)
+                                            deadline, goal, exact=lp_steps, rounds=None,
+                                            every=_LARGE_SWEEPS if lp_steps else _ALTERNATE_SWEEPS,
+                                            patience=(_LARGE_PATIENCE if lp_steps
+                                                      else _ALTERNATE_PATIENCE))
     second = _certified(scaled, base, rows, q, messages, factor)
     return max(best, second), done + more, stopped, (q if second >= best else first_q) / factor
 
@@ -355,23 +380,26 @@ def _subgradient(scaled: _Layout, base: np.ndarray, rows: MemoryRows, sweeps: in
 
 def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray,
                messages: _Messages, sweeps: int | None, deadline: float, goal: float | None,
-               *, exact: bool = False) -> tuple[np.ndarray, _Messages, int, str]:
+               *, exact: bool = False, rounds: int | None = _EXACT_ROUNDS,
+               every: int = _ALTERNATE_SWEEPS, patience: int = _ALTERNATE_PATIENCE
+               ) -> tuple[np.ndarray, _Messages, int, str]:
     """Block-coordinate ascent on (multipliers, messages) from ``q`` and ``messages``:
     multiplier steps that raise the bound with the messages fixed
     (:func:`solver.dual_memory.ascend_multipliers`, or with ``exact`` the best such
     multipliers, :func:`solver.dual_memory.exact_multipliers`, taken when they raise
-    the node terms), then _ALTERNATE_SWEEPS sweeps with the multipliers fixed;
-    repeated. Neither step lowers the bound (in exact arithmetic). Returns the last
-    point, the sweeps done and why it stopped."""
+    the node terms), then ``every`` sweeps with the multipliers fixed; repeated, with
+    exact steps at most ``rounds`` times (``None``: no limit), until ``patience`` rounds
+    in a row gain nothing. Neither step lowers the bound (in exact arithmetic). Returns
+    the last point, the sweeps done and why it stopped."""
     current = _penalized(scaled, base, rows, q)
     slack = np.maximum(rows.load(current.choice(messages)) - rows.cap, 0.0)
     scale = max(abs(current.float_bound(messages)), float(scaled.max_cost))
     step = 1e-3 * scale / max(1.0, float((slack * slack).sum()))
-    done, stopped, best, stale, rounds = 0, "sweeps", -math.inf, 0, 0
+    done, stopped, best, stale, taken = 0, "sweeps", -math.inf, 0, 0
     while sweeps is None or done < sweeps:
-        if exact and rounds >= _EXACT_ROUNDS:
+        if exact and rounds is not None and taken >= rounds:
             return q, messages, done, "converged"
-        rounds += 1
+        taken += 1
         node = base + np.bincount(scaled.slot_label_abs, weights=messages.m,
                                   minlength=len(base))
         if exact:
@@ -382,7 +410,7 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
             q, step = ascend_multipliers(rows, node, scaled.node_start, q, step,
                                          _MULTIPLIER_ROUNDS)
         current = _penalized(scaled, base, rows, q)
-        block = _ALTERNATE_SWEEPS if sweeps is None else min(_ALTERNATE_SWEEPS, sweeps - done)
+        block = every if sweeps is None else min(every, sweeps - done)
         for _ in range(block):
             if time.perf_counter() >= deadline or not current.sweep(messages, deadline):
                 return q, messages, done, "time"
@@ -398,7 +426,7 @@ def _alternate(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarra
             best, stale = value, 0
         else:
             stale += 1
-            if stale >= _ALTERNATE_PATIENCE:
+            if stale >= patience:
                 return q, messages, done, "converged"
     return q, messages, done, stopped
 

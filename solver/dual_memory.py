@@ -28,6 +28,7 @@ from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
 from solver.flat import ranges
+from solver.trws import lower_hulls
 from solver.problem import Problem
 
 #: Certified multipliers are multiples of ``2**-SHIFT`` (in scaled cost units).
@@ -201,43 +202,185 @@ def ascend_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarra
 def exact_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray,
                       time_limit: float) -> np.ndarray | None:
     """The multipliers that maximize the node terms (:func:`node_part`) with the
-    messages fixed, or ``None`` (too many entries, see :data:`EXACT_ENTRIES`; no
-    label with a usage; the LP unsolved within ``time_limit`` seconds, or infeasible).
+    messages fixed, or ``None`` (no label with a usage; the LP unsolved within
+    ``time_limit`` seconds, or infeasible).
 
-    The node terms are the Lagrangian dual of the LP that picks a distribution ``x``
-    over each memory node's labels, costs ``node``, under the memory rows; by LP
-    duality the rows' duals (HiGHS) maximize them. Each use's bytes are one variable
-    ``z = Σ usage · x`` (so a row sums the uses live at its check). Costs and usages
-    are normalized for the LP. Float: the bound is certified later, whatever the
-    LP's accuracy."""
-    if not rows.exact or time_limit <= 0 or not len(rows.pair_slot):
+    The node terms are the Lagrangian dual of the LP that picks a distribution over
+    each memory node's labels, costs ``node``, under the memory rows; by LP duality
+    the rows' duals (HiGHS) maximize them. The LP is written small:
+
+    - each row minus the one before (a slack per row), so a use's bytes enter two
+      rows, where it starts being live and one past its last check, however long it
+      lives: the live intervals' matrix becomes a network matrix;
+    - a node whose uses' usages are all multiples of one profile (a single use, or
+      uses folded from equal nodes) needs only the lower convex hull of its (profile,
+      cost) points: from its cheapest label down, a column per hull segment (the
+      profile given up, at the segment's cost per unit), entering each use's rows in
+      proportion. Any other node keeps a column per label, a row for its distribution,
+      and a column and a row per use for the use's bytes.
+
+    The rows' duals come back as ``y_t = π_t - π_{t+1}`` (``π``: the differenced rows'
+    duals). Costs and usages are normalized for the LP. Float: the bound is certified
+    later, whatever the LP's accuracy."""
+    if time_limit <= 0 or not len(rows.pair_slot):
         return None
     sizes = np.diff(node_start)
     owner = np.repeat(np.arange(len(sizes)), sizes)
-    nodes = np.unique(owner[rows.pair_slot])
-    slots = ranges(node_start[nodes], sizes[nodes])
-    column = np.full(len(node), -1, np.int64)
-    column[slots] = np.arange(len(slots))
-    uses, labels = len(rows.first), len(slots)
-    span = rows.last - rows.first
-    check = ranges(rows.first, span)
-    live = coo_matrix((np.ones(len(check)), (check, labels + np.repeat(np.arange(uses), span))),
-                      shape=(rows.checks, labels + uses)).tocsr()
-    usage_scale = max(1.0, float(rows.pair_usage.max(initial=1)))
-    equal = coo_matrix(
-        (np.concatenate([np.ones(labels), -rows.pair_usage / usage_scale, np.ones(uses)]),
-         (np.concatenate([np.searchsorted(nodes, owner[slots]), len(nodes) + rows.pair_use,
-                          len(nodes) + np.arange(uses)]),
-          np.concatenate([np.arange(labels), column[rows.pair_slot],
-                          labels + np.arange(uses)]))),
-        shape=(len(nodes) + uses, labels + uses)).tocsr()
-    costs = node[slots] - np.repeat(np.minimum.reduceat(node, node_start[:-1])[nodes],
-                                    sizes[nodes])
-    cost_scale = max(1.0, float(costs.max(initial=1.0)))
-    result = linprog(np.concatenate([costs / cost_scale, np.zeros(uses)]), A_ub=live,
-                     b_ub=rows.cap / usage_scale, A_eq=equal,
-                     b_eq=np.concatenate([np.ones(len(nodes)), np.zeros(uses)]),
-                     bounds=(0, None), method="highs-ds", options={"time_limit": time_limit})
-    if result.status != 0:
+    shape = _Shape.of(rows, owner, len(sizes))
+    usage_scale = float(rows.pair_usage.max())
+    cheapest = np.minimum.reduceat(node, node_start[:-1])
+    relative = node - np.repeat(cheapest, sizes)
+    cost_scale = max(1.0, float(relative.max(initial=1.0)))
+    relative /= cost_scale
+    columns = _Columns(rows)
+    profile = np.zeros(len(node))
+    taken = shape.reference_pair
+    profile[rows.pair_slot[taken]] = rows.pair_usage[taken] / usage_scale
+    seg_node, seg_length, seg_slope, top = lower_hulls(
+        relative, profile, node_start.astype(np.int64), shape.profile_nodes)
+    top_of = np.zeros(len(sizes))
+    top_of[shape.profile_nodes] = top
+    counts = shape.use_count[seg_node]
+    seg_uses = shape.profile_uses[ranges(shape.use_start[seg_node], counts)]
+    columns.add_spans(np.repeat(np.arange(len(seg_node)), counts), seg_uses,
+                      -shape.alpha[seg_uses], seg_slope, seg_length)
+    uses = shape.profile_uses
+    np.subtract.at(columns.rhs, rows.first[uses], shape.alpha[uses] * top_of[shape.node[uses]])
+    np.add.at(columns.rhs, rows.last[uses], shape.alpha[uses] * top_of[shape.node[uses]])
+    if len(shape.general_nodes):
+        columns.add_general(shape, owner, ranges(node_start[shape.general_nodes],
+                                                 sizes[shape.general_nodes]),
+                            relative, usage_scale)
+    result = columns.solve(rows.cap / usage_scale, time_limit)
+    if result is None:
         return None
-    return np.maximum(0.0, -result.ineqlin.marginals) * (cost_scale / usage_scale)
+    return np.maximum(0.0, result[1:] - result[:-1]) * (cost_scale / usage_scale)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """Per use its node (-1: no label with a usage) and its share ``alpha`` of its
+    node's profile; the nodes whose live uses share a profile (``profile_nodes``, their
+    live uses ``profile_uses`` by node from ``use_start[node]``, ``use_count[node]`` of
+    them), the others (``general_nodes``, their live uses ``general_uses``); per pair
+    entry, whether it is its node's profile (``reference_pair``)."""
+
+    node: np.ndarray
+    alpha: np.ndarray
+    profile_nodes: np.ndarray
+    profile_uses: np.ndarray
+    use_start: np.ndarray
+    use_count: np.ndarray
+    general_nodes: np.ndarray
+    general_uses: np.ndarray
+    reference_pair: np.ndarray
+
+    @staticmethod
+    def of(rows: MemoryRows, owner: np.ndarray, nodes: int) -> _Shape:
+        uses = len(rows.first)
+        node = np.full(uses, -1, np.int64)
+        node[rows.pair_use] = owner[rows.pair_slot]
+        peak = np.zeros(uses)
+        np.maximum.at(peak, rows.pair_use, rows.pair_usage)
+        pairs = np.bincount(rows.pair_use, minlength=uses)
+        counted = np.flatnonzero((rows.last > rows.first) & (node >= 0))
+        # Each node's reference use: its largest peak (the first such use).
+        by_node = counted[np.lexsort((-peak[counted], node[counted]))]
+        head = np.ones(len(by_node), bool)
+        head[1:] = node[by_node][1:] != node[by_node][:-1]
+        reference = np.full(nodes, -1, np.int64)
+        reference[node[by_node[head]]] = by_node[head]
+        # A use shares its node's profile when every usage is the reference's times the
+        # ratio of the peaks, on the same labels.
+        ref_use = reference[np.maximum(node, 0)]
+        on_profile = np.zeros(len(rows.pair_use), bool)
+        profile_at = np.zeros(len(owner))
+        is_ref = ref_use[rows.pair_use] == rows.pair_use
+        profile_at[rows.pair_slot[is_ref]] = rows.pair_usage[is_ref]
+        lhs = rows.pair_usage * peak[ref_use[rows.pair_use]]
+        rhs = profile_at[rows.pair_slot] * peak[rows.pair_use]
+        on_profile = np.abs(lhs - rhs) <= 1e-9 * lhs
+        off = np.bincount(rows.pair_use[~on_profile], minlength=uses) > 0
+        off |= pairs != pairs[ref_use]
+        general = np.zeros(nodes, bool)
+        general[node[counted[off[counted]]]] = True
+        profile_uses = by_node[~general[node[by_node]]]
+        profile_nodes = node[profile_uses][head[~general[node[by_node]]]]
+        use_count = np.bincount(node[profile_uses], minlength=nodes)
+        use_start = np.zeros(nodes, np.int64)
+        use_start[profile_nodes] = np.flatnonzero(head[~general[node[by_node]]])
+        alpha = peak / np.maximum(peak[ref_use], 1.0)
+        return _Shape(node=node, alpha=alpha, profile_nodes=profile_nodes,
+                      profile_uses=profile_uses, use_start=use_start, use_count=use_count,
+                      general_nodes=np.flatnonzero(general),
+                      general_uses=by_node[general[node[by_node]]],
+                      reference_pair=is_ref & ~general[node[rows.pair_use]])
+
+
+class _Columns:
+    """The differenced LP of :func:`exact_multipliers`, column by column: the memory
+    rows first (``checks + 1`` of them), then the general nodes' rows."""
+
+    def __init__(self, rows: MemoryRows) -> None:
+        self.rows = rows
+        self.rhs = np.zeros(rows.checks + 1)
+        self.entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.cost: list[np.ndarray] = []
+        self.upper: list[np.ndarray] = []
+        self.count, self.row_count = 0, rows.checks + 1
+        # A slack per row: +1 in its row, -1 in the next.
+        checks = np.arange(rows.checks)
+        self.add_spans(checks, None, np.ones(rows.checks), np.zeros(rows.checks),
+                       np.full(rows.checks, np.inf), first=checks, last=checks + 1)
+
+    def add_spans(self, column: np.ndarray, uses: np.ndarray | None, value: np.ndarray,
+                  cost: np.ndarray, upper: np.ndarray, *, first: np.ndarray | None = None,
+                  last: np.ndarray | None = None) -> None:
+        """New columns (costs ``cost``, bounds ``0..upper``), with ``value`` where the
+        use of each (column, use) pair starts being live and ``-value`` one past it."""
+        first = self.rows.first[uses] if first is None else first
+        last = self.rows.last[uses] if last is None else last
+        column = column + self.count
+        self.entries += [(first, column, value), (last, column, -value)]
+        self.cost.append(cost)
+        self.upper.append(upper)
+        self.count += len(cost)
+
+    def add_general(self, shape: _Shape, owner: np.ndarray, slots: np.ndarray,
+                    relative: np.ndarray, usage_scale: float) -> None:
+        """A column per label of the general nodes (a row each for their distributions),
+        and a column and a row per use for its bytes."""
+        rows, nodes, uses = self.rows, shape.general_nodes, shape.general_uses
+        column = np.full(len(owner), -1, np.int64)
+        column[slots] = self.count + np.arange(len(slots))
+        self.entries.append((self.row_count + np.searchsorted(nodes, owner[slots]),
+                             column[slots], np.ones(len(slots))))
+        self.cost.append(relative[slots])
+        self.upper.append(np.full(len(slots), np.inf))
+        self.count += len(slots)
+        self.row_count += len(nodes)
+        self.rhs = np.concatenate([self.rhs, np.ones(len(nodes)), np.zeros(len(uses))])
+        use_row = np.full(len(rows.first), -1, np.int64)
+        use_row[uses] = self.row_count + np.arange(len(uses))
+        pair = np.flatnonzero(use_row[rows.pair_use] >= 0)
+        self.entries += [(use_row[rows.pair_use[pair]], column[rows.pair_slot[pair]],
+                          -rows.pair_usage[pair] / usage_scale),
+                         (use_row[uses], self.count + np.arange(len(uses)), np.ones(len(uses)))]
+        self.row_count += len(uses)
+        self.add_spans(np.arange(len(uses)), uses, np.ones(len(uses)), np.zeros(len(uses)),
+                       np.full(len(uses), np.inf))
+
+    def solve(self, cap: np.ndarray, time_limit: float) -> np.ndarray | None:
+        """The differenced memory rows' duals (``checks + 1``), or ``None``."""
+        rhs = self.rhs.copy()
+        rhs[:len(cap)] += cap
+        rhs[1:len(cap) + 1] -= cap
+        row, column, value = (np.concatenate(part) for part in zip(*self.entries))
+        matrix = coo_matrix((value, (row, column)), shape=(self.row_count, self.count)).tocsr()
+        upper = np.concatenate(self.upper)
+        result = linprog(np.concatenate(self.cost), A_eq=matrix, b_eq=rhs,
+                         bounds=np.stack([np.zeros(self.count), upper], axis=1),
+                         method="highs-ds", options={"time_limit": time_limit})
+        if result.status != 0:
+            return None
+        return result.eqlin.marginals[:len(cap) + 1]

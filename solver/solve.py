@@ -16,7 +16,7 @@ import numpy as np
 
 from solver import cpsat, lns
 from solver.anneal import TEMPERATURE, anneal, blocked_moves, kick
-from solver.beside import NotBeside, beside
+from solver.beside import Beside, NotBeside, beside
 from solver.dual_bound import DualBound, dual_bound, dual_bound_detail
 from solver.dual_memory import exact_rows
 from solver.errors import BuildTimeout, ProblemError, SolveError
@@ -581,31 +581,25 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
     a child process on the other core (toulbar2 uses one), with the same work (the first
     spends ``work``, the second a copy of it): toulbar2 with bisected per-node penalties
     (:func:`~solver.penalties.penalty_search`), or on cores above PENALTY_LARGE_ENTRIES
-    the priced search again with its scales PRICE_OFFSET times the first's. Each helps
-    where the other stalls: at 60 s, contest T 1.104 -> 0.962 of the best published and
-    U 1.085 -> 1.031 with the priced search, while M keeps the per-node search's 1.024
-    (priced alone: 1.061; BENCHMARKS.md). On equal costs the first search's answer is
-    kept."""
+    the priced search again with its scales PRICE_OFFSET times the first's, on the same
+    prices (:func:`_priced_beside`). Each helps where the other stalls: at 60 s, contest
+    T 1.104 -> 0.962 of the best published and U 1.085 -> 1.031 with the priced search,
+    while M keeps the per-node search's 1.024 (priced alone: 1.061; BENCHMARKS.md). On
+    equal costs the first search's answer is kept."""
     entries = max(1, table_entries(core))
     backtracks = min(PENALTY_MAX_BACKTRACKS,
                      max(PENALTY_MIN_BACKTRACKS, PENALTY_SEARCH // entries))
     cut = time.perf_counter() + PENALTY_SHARE * max(0.0, deadline - time.perf_counter())
     rounds = PENALTY_ROUNDS if entries <= PENALTY_LARGE_ENTRIES else PENALTY_LARGE_ROUNDS
     own = None if work is None else Plan(work.left())
-    if entries > PENALTY_LARGE_ENTRIES:
-        def second() -> tuple[tuple[int, ...], int] | None:
-            return _priced(core, rounds, backtracks, cut, own, PRICE_OFFSET * PRICE_SCALE)[0]
+    if entries > PENALTY_LARGE_ENTRIES and workers >= 2:
+        found, dual = _priced_beside(core, start.cost, rounds, backtracks, cut, work, own)
     else:
         def second() -> tuple[tuple[int, ...], int] | None:
             return penalty_search(core, rounds, backtracks, deadline=cut, work=own)
-    other = None if workers < 2 else beside(second)
-    first, dual = _priced(core, rounds, backtracks, cut, work, PRICE_SCALE)
-    found = [first]
-    if other is not None:
-        try:
-            found.append(other.result())
-        except NotBeside:
-            pass  # the child died: the first search's answer stands
+        other = None if workers < 2 or entries > PENALTY_LARGE_ENTRIES else beside(second)
+        first, dual = _priced(core, rounds, backtracks, cut, work, PRICE_SCALE)
+        found = [first, *_collected(other)]
     laps.lap("penalties")
     for labels, _ in sorted((f for f in found if f is not None), key=lambda f: f[1]):
         answer = _feasible(core, labels)
@@ -614,21 +608,68 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
     return start, dual
 
 
+def _collected(pending: Beside | None) -> list:
+    """The result of work started beside, in a list; empty when none was started or the
+    child died."""
+    if pending is None:
+        return []
+    try:
+        return [pending.result()]
+    except NotBeside:
+        return []
+
+
+def _priced_beside(core: Problem, aim: int, rounds: int, backtracks: int, cut: float,
+                   work: Plan | None, own: Plan | None
+                   ) -> tuple[list[tuple[tuple[int, ...], int] | None], DualBound | None]:
+    """Two priced searches on the same prices, the second in a child process at scales
+    PRICE_OFFSET times the first's (each spends its plan: the first ``work``, the
+    second ``own``); their answers, and the higher of two dual bounds. The prices' bound
+    (:func:`_priced_bound`) is found once, and beside it, on the other core, in as many
+    sweeps, the bound with the LP's multiplier steps aimed at ``aim``, for the report
+    and the last bound to start from: its prices serve the search worse, but it is far
+    higher (contest T: 38 % below our cost with the prices' multipliers, about 20 % with
+    the LP's, where the last bound gets under a second; BENCHMARKS.md)."""
+    entries = max(1, table_entries(core))
+    seconds = PRICE_DUAL_SHARE * max(0.0, cut - time.perf_counter())
+    lp = beside(lambda: dual_bound_detail(core, seconds, sweeps=_price_sweeps(entries),
+                                          target=aim))
+    dual = _priced_bound(core, cut, work)
+    if own is not None:
+        own.spend(PRICE_SWEEP_SECONDS * entries * dual.sweeps)
+    found: list[tuple[tuple[int, ...], int] | None] = []
+    if dual.prices is not None:
+        other = beside(lambda: price_search(core, dual.prices, rounds, backtracks, deadline=cut,
+                                            work=own, scale=PRICE_OFFSET * PRICE_SCALE))
+        found = [price_search(core, dual.prices, rounds, backtracks, deadline=cut, work=work,
+                              scale=PRICE_SCALE), *_collected(other)]
+    bounds = [b for b in (dual, *_collected(lp)) if b.prices is not None]
+    return found, max(bounds, key=lambda b: b.value, default=None)
+
+
 def _priced(core: Problem, rounds: int, backtracks: int, cut: float, work: Plan | None,
             scale: float) -> tuple[tuple[tuple[int, ...], int] | None, DualBound | None]:
     """The priced search's answer (or ``None``) and its dual bound (``None`` without
-    memory multipliers): the dual bound of :func:`_price_sweeps` sweeps, then
+    memory multipliers): the bound of :func:`_priced_bound`, then
     :func:`~solver.penalties.price_search` on its multipliers from ``scale``; both spend
     their estimates in ``work``."""
-    entries = max(1, table_entries(core))
-    dual = dual_bound_detail(core, PRICE_DUAL_SHARE * max(0.0, cut - time.perf_counter()),
-                             sweeps=_price_sweeps(entries))
-    if work is not None:
-        work.spend(PRICE_SWEEP_SECONDS * entries * dual.sweeps)
+    dual = _priced_bound(core, cut, work)
     if dual.prices is None:
         return None, None
     return price_search(core, dual.prices, rounds, backtracks, deadline=cut, work=work,
                         scale=scale), dual
+
+
+def _priced_bound(core: Problem, cut: float, work: Plan | None) -> DualBound:
+    """The priced search's dual bound: :func:`_price_sweeps` sweeps, the multipliers by
+    subgradient steps (``lp_steps`` off: see :func:`solver.dual_bound.dual_bound`),
+    spent in ``work``."""
+    entries = max(1, table_entries(core))
+    dual = dual_bound_detail(core, PRICE_DUAL_SHARE * max(0.0, cut - time.perf_counter()),
+                             sweeps=_price_sweeps(entries), lp_steps=False)
+    if work is not None:
+        work.spend(PRICE_SWEEP_SECONDS * entries * dual.sweeps)
+    return dual
 
 
 def _price_sweeps(entries: int) -> int:

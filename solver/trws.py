@@ -1,4 +1,5 @@
-"""The compiled inner loops of :mod:`solver.dual_bound`'s sweeps (numba).
+"""The compiled inner loops of :mod:`solver.dual_bound`'s sweeps (numba), and the
+lower convex hulls of :func:`solver.dual_memory.exact_multipliers`.
 
 One pass of TRW-S visits the levels of the layout in order (forward) or in reverse
 (backward). At each level it recomputes the min-marginals ``h`` of some of its slots,
@@ -71,6 +72,67 @@ def sweep_pass(classes: np.ndarray, table: np.ndarray, column_slot: np.ndarray,
             m[s] = h[s] - weights[s] * total[l0 + slot_label[s]]
 
 
+@njit(cache=True, nogil=True)
+def lower_hulls(cost: np.ndarray, usage: np.ndarray, node_start: np.ndarray,
+                nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                            np.ndarray]:  # pragma: no cover - compiled
+    """Per node of ``nodes`` (labels ``node_start[u]:node_start[u + 1]``, each a point
+    (``usage``, ``cost``)): the lower convex hull from its cheapest label (the smallest
+    usage among the cheapest) down to its smallest usage, as segments: (node, usage
+    given up, cost per unit given up), the slopes rising along each node's hull; and per
+    node of ``nodes`` the cheapest label's usage (its top)."""
+    total = 0
+    for u in nodes:
+        total += node_start[u + 1] - node_start[u]
+    seg_node = np.empty(total, np.int64)
+    seg_length = np.empty(total)
+    seg_slope = np.empty(total)
+    top = np.empty(len(nodes))
+    count = 0
+    for i in range(len(nodes)):
+        u = nodes[i]
+        a0, a1 = node_start[u], node_start[u + 1]
+        best = a0
+        for a in range(a0 + 1, a1):
+            if cost[a] < cost[best] or (cost[a] == cost[best] and usage[a] < usage[best]):
+                best = a
+        top[i] = usage[best]
+        # The labels below the top, by usage falling, the cheaper first on a tie.
+        order = np.empty(a1 - a0, np.int64)
+        k = 0
+        for a in range(a0, a1):
+            if usage[a] < usage[best]:
+                j = k
+                while j > 0 and (usage[order[j - 1]] < usage[a] or (
+                        usage[order[j - 1]] == usage[a] and cost[order[j - 1]] > cost[a])):
+                    order[j] = order[j - 1]
+                    j -= 1
+                order[j] = a
+                k += 1
+        hull = np.empty(k + 1, np.int64)
+        hull[0], h = best, 1
+        for j in range(k):
+            a = order[j]
+            if usage[a] >= usage[hull[h - 1]]:
+                continue  # a dearer label of the same usage
+            while h >= 2:
+                p, r = hull[h - 2], hull[h - 1]
+                if ((cost[a] - cost[r]) * (usage[p] - usage[r])
+                        <= (cost[r] - cost[p]) * (usage[r] - usage[a])):
+                    h -= 1  # r lies on or above the segment from p to a
+                else:
+                    break
+            hull[h] = a
+            h += 1
+        for j in range(1, h):
+            p, r = hull[j - 1], hull[j]
+            seg_node[count] = u
+            seg_length[count] = usage[p] - usage[r]
+            seg_slope[count] = (cost[r] - cost[p]) / (usage[p] - usage[r])
+            count += 1
+    return seg_node[:count], seg_length[:count], seg_slope[:count], top
+
+
 def warm() -> None:
     """Compile the kernels for the layouts' usual types (int32 indices) now, into numba's
     cache, so the first bound of a fresh process does not wait for the compiler (about
@@ -81,3 +143,4 @@ def warm() -> None:
     m, h, values = np.zeros(1), np.zeros(1), np.zeros(1)
     fill_marginals(values, index, starts, m, h, 0, 1)
     sweep_pass(classes, values, index, starts, index, values, values, m, h, True, True)
+    lower_hulls(values, values, starts, np.zeros(1, np.int64))

@@ -142,28 +142,30 @@ def test_memory_multipliers_as_prices_per_use(exact: bool,
     assert dual_bound_detail(problem, 30.0, sweeps=200, memory=False).prices is None
 
 
-@pytest.mark.parametrize("exact", [True, False])
+@pytest.mark.parametrize("path", ["small", "lp", "subgradient"])
 @pytest.mark.parametrize("block", range(2))
-def test_both_multiplier_stages_below_the_optimum(block: int, exact: bool,
+def test_both_multiplier_stages_below_the_optimum(block: int, path: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # Loopy problems whose limit is one byte below the peak of the optimum without
     # the memory rule (so the rule binds): with 40 sweeps the subgradient stage gets
-    # 20 and the alternating stage 20; the bound, certified at the better of their
-    # points, never exceeds the brute-force optimum with the memory rule. The same
-    # with exact (LP) multiplier steps, which these small rows take by default; and
-    # from a start (10 sweeps from the multipliers of the first bound, or from random
-    # ones).
-    if not exact:
+    # some and the alternating stage the rest; the bound, certified at the better of
+    # their points, never exceeds the brute-force optimum with the memory rule. As
+    # these small rows go by default (exact steps, then the scale searches), as large
+    # rows go (a short subgradient stage, then exact steps), and as large rows go
+    # without ``lp_steps`` (subgradient steps throughout); and from a start (10 sweeps
+    # from the multipliers of the first bound, or from random ones).
+    if path != "small":
         monkeypatch.setattr(solver.dual_memory, "EXACT_ENTRIES", -1)
+    lp_steps = path != "subgradient"
     above_relaxed = tried = 0
     for seed, rng, problem, optima in binding_limit_problems(
             9100, range(block * 60, block * 60 + 60), (3, 9), (2, 4), forbid_pairs=True):
-        got = dual_bound_detail(problem, 30.0, sweeps=40)
-        assert got == dual_bound_detail(problem, 30.0, sweeps=40), f"seed {seed}"
+        got = dual_bound_detail(problem, 30.0, sweeps=40, lp_steps=lp_steps)
+        assert got == dual_bound_detail(problem, 30.0, sweeps=40, lp_steps=lp_steps), seed
         assert got.value <= optima[1], f"seed {seed}"
         assert got.multipliers is not None
         for start in (got.multipliers, tuple(rng.exponential(5.0, len(got.multipliers)))):
-            warm = dual_bound_detail(problem, 30.0, sweeps=10, start=start)
+            warm = dual_bound_detail(problem, 30.0, sweeps=10, start=start, lp_steps=lp_steps)
             assert warm.value <= optima[1], f"seed {seed}"
         tried += 1
         above_relaxed += got.value > optima[0]
@@ -559,3 +561,108 @@ def test_the_alternating_stage_stops_only_once_its_bound_stops_rising(
     _, _, done, stopped = module._alternate(scaled, np.zeros(1), rows, np.zeros(1), messages,
                                             None, float("inf"), None, exact=True)
     assert (stopped, done) == ("converged", module._EXACT_ROUNDS * module._ALTERNATE_SWEEPS)
+
+
+def _rows_case(seed: int) -> tuple[MemoryRows, np.ndarray, np.ndarray, set[int]]:
+    """Random memory rows over 3-8 nodes of 1-6 labels, with random node costs: nodes
+    with one use, with several uses on one profile (usages proportional, as folded equal
+    nodes have), with several unrelated uses, with none; uses live at no check; zero
+    usages; ties in costs and usages. The limit lies between the smallest and the largest
+    peak, so the rows bind and some assignment keeps them. Also the kinds of nodes drawn
+    (0: no use, 1: one, 2: several on one profile, 3: several unrelated)."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 7, size=int(rng.integers(3, 9)))
+    unary = [rng.integers(0, 4, size=k) for k in sizes]
+    memory, kinds = [], set()
+    for node, k in enumerate(sizes):
+        kind = int(rng.integers(0, 4))
+        kinds.add(kind)
+        profile = rng.integers(0, 5, size=k) * int(rng.choice([1, 3, 1000]))
+        for _ in range(0 if kind == 0 else 1 if kind == 1 else int(rng.integers(2, 4))):
+            start = int(rng.integers(0, 8))
+            end = start + int(rng.integers(0, 6))
+            usage = profile * int(rng.integers(1, 4)) if kind == 2 else rng.integers(0, 9, k)
+            memory.append((node, start, end, usage.tolist()))
+    low = make_problem(unary, memory=memory, memory_limit=0)
+    least = peak_memory(low, [int(np.argmin(np.sum([u for n, _, _, u in memory if n == node]
+                                                   or [[0] * k], axis=0)))
+                              for node, k in enumerate(sizes)])
+    most = peak_memory(low, [int(np.argmax(np.sum([u for n, _, _, u in memory if n == node]
+                                                  or [[0] * k], axis=0)))
+                             for node, k in enumerate(sizes)])
+    problem = dataclasses.replace(low, memory_limit=int(rng.integers(least, max(least, most) + 1)))
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    rows = MemoryRows.build(problem, [np.ones(k, bool) for k in sizes], start[:-1])
+    node = rng.integers(0, 6, size=int(start[-1])).astype(float) * rng.choice([1.0, 0.5])
+    return rows, node, start, kinds
+
+
+def _dense_lp(rows: MemoryRows, node: np.ndarray, start: np.ndarray) -> float:
+    """The LP the node terms are the dual of, written plainly: a distribution over each
+    node's labels (costs ``node``) and a row per check summing every live use's bytes."""
+    from scipy.optimize import linprog
+
+    nodes = len(start) - 1
+    owner = np.repeat(np.arange(nodes), np.diff(start))
+    matrix = np.zeros((rows.checks, len(node)))
+    for use, slot, usage in zip(rows.pair_use, rows.pair_slot, rows.pair_usage):
+        matrix[rows.first[use]:rows.last[use], slot] += usage
+    simplex = (owner[None, :] == np.arange(nodes)[:, None]).astype(float)
+    result = linprog(node, A_ub=matrix, b_ub=rows.cap, A_eq=simplex, b_eq=np.ones(nodes),
+                     bounds=(0, None), method="highs")
+    assert result.status == 0
+    return float(result.fun)
+
+
+def test_exact_multipliers_reach_the_plain_lp() -> None:
+    # By LP duality the best multipliers' node terms equal the optimum of the LP written
+    # plainly (one row per check over every live use): the differenced rows and the
+    # hull segments of the profile nodes lose nothing. Mutations caught: a hull that
+    # keeps a point above it, a profile use's share or rows off by one.
+    drawn = np.zeros(4, int)
+    for seed in range(120):
+        rows, node, start, kinds = _rows_case(4200 + seed)
+        drawn[list(kinds)] += 1
+        got = exact_multipliers(rows, node, start, 30.0)
+        assert got is not None, seed
+        assert (got >= 0).all(), seed
+        value = node_part(rows, node, start, got)[0]
+        assert value == pytest.approx(_dense_lp(rows, node, start), abs=1e-6), seed
+    assert (drawn >= 60).all()
+
+
+def test_lower_hulls_against_every_pair_of_points() -> None:
+    # Per node, the hull from its cheapest label down: each corner is a label, the slopes
+    # rise, and no label with a usage in its range lies below it (checked against the
+    # points themselves, brute force).
+    from solver.trws import lower_hulls
+
+    rng = np.random.default_rng(77)
+    for _ in range(200):
+        sizes = rng.integers(1, 9, size=int(rng.integers(1, 6)))
+        start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        cost = rng.integers(0, 6, size=int(start[-1])).astype(float)
+        usage = rng.integers(0, 6, size=int(start[-1])).astype(float)
+        nodes = np.flatnonzero(rng.random(len(sizes)) < 0.8).astype(np.int64)
+        seg_node, length, slope, top = lower_hulls(cost, usage, start, nodes)
+        assert (length > 0).all()
+        for i, u in enumerate(nodes):
+            c, m = cost[start[u]:start[u + 1]], usage[start[u]:start[u + 1]]
+            cheapest = c.min()
+            assert top[i] == m[c == cheapest].min()
+            mine = seg_node == u
+            assert (np.diff(slope[mine]) > 0).all()
+            assert length[mine].sum() == top[i] - m.min()
+            corners = zip(top[i] - np.cumsum(length[mine]),
+                          cheapest + np.cumsum(length[mine] * slope[mine]))
+            for bytes_, price in corners:
+                assert np.isclose(c[m == bytes_], price).any()
+            # The hull's cost at each label's usage, walking down from the top.
+            for a in range(len(c)):
+                if m[a] > top[i]:
+                    continue
+                given, at = top[i] - m[a], cheapest
+                for piece, rate in zip(length[mine], slope[mine]):
+                    at += min(piece, given) * rate
+                    given -= min(piece, given)
+                assert at <= c[a] + 1e-9
