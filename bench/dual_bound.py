@@ -9,6 +9,7 @@ writes nothing.
     python3 bench/dual_bound.py [--limits 5,20] [--only A,K] [--no-memory]
     python3 bench/dual_bound.py --stages 100 [--only K,U]
     python3 bench/dual_bound.py --only V --limits 2,5 --no-exact
+    python3 bench/dual_bound.py --only R,T --limits 7,20 --pricing
     python3 bench/dual_bound.py --warm 100 [--only K,R,U]
     python3 bench/dual_bound.py --lp 600 --only V --limits 5,20 [--no-scale]
 
@@ -24,6 +25,9 @@ multipliers (``start``).
 
 ``--no-exact``: the memory multipliers by subgradient steps alone, also where the
 memory rows are small enough for the exact (LP) multiplier steps.
+
+``--pricing``: the multipliers found as the priced search's bound finds them (``pricing``
+of :func:`solver.dual_bound.dual_bound`).
 
 ``--no-scale``: no search where the exact steps stop (neither the scale nor the pattern
 search over each multiplier), and multipliers to start from go through the exact steps.
@@ -93,6 +97,8 @@ def main() -> None:
                         help="N sweeps from zeros and from the priced search's multipliers")
     parser.add_argument("--no-exact", action="store_true",
                         help="no exact (LP) multiplier steps, whatever the rows' size")
+    parser.add_argument("--pricing", action="store_true",
+                        help="the multipliers as the priced search's bound finds them")
     parser.add_argument("--no-scale", action="store_true",
                         help="no search where the exact steps stop")
     parser.add_argument("--lp", type=float, default=0.0,
@@ -137,7 +143,8 @@ def main() -> None:
         bounds = []
         for limit in limits:
             began = time.perf_counter()
-            detail = dual_bound_detail(core, limit, memory=not args.no_memory)
+            detail = dual_bound_detail(core, limit, memory=not args.no_memory,
+                                       pricing=args.pricing)
             seconds = time.perf_counter() - began
             bounds.append(detail.value + offset)
             row += [str(detail.value + offset), f"{detail.sweeps} ({detail.stopped})",
@@ -257,7 +264,8 @@ def compare_starts(sweeps: int, wanted: set[str]) -> None:
     for name, core, offset, ours in cores(wanted):
         target = None if ours is None else ours - offset
         began = time.perf_counter()
-        priced = dual_bound_detail(core, 3600, sweeps=_price_sweeps(max(1, table_entries(core))))
+        priced = dual_bound_detail(core, 3600, sweeps=_price_sweeps(max(1, table_entries(core))),
+                                   pricing=True)
         priced_s = time.perf_counter() - began
         if priced.multipliers is None:
             continue  # no memory multipliers: nothing to start from

@@ -62,7 +62,7 @@ def row(name: str, rounds: int, backtracks: int, heuristic_s: float, best: int,
         found = penalty_search(narrow, rounds, backtracks, hint=hint)
     else:
         sweeps = _price_sweeps(max(1, table_entries(narrow)))
-        prices = dual_bound_detail(narrow, 3600.0, sweeps=sweeps).prices
+        prices = dual_bound_detail(narrow, 3600.0, sweeps=sweeps, pricing=True).prices
         found = None if prices is None else price_search(narrow, prices, rounds, backtracks,
                                                          scale=priced)
     cpu = time.process_time() - began

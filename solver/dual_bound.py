@@ -160,7 +160,7 @@ class _Messages:
 
 def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None,
                target: int | None = None, memory: bool = True,
-               start: tuple[float, ...] | None = None, lp_steps: bool = True) -> int:
+               start: tuple[float, ...] | None = None, pricing: bool = False) -> int:
     """A lower bound on the cost of every assignment that keeps the hard rules.
 
     Ties count. The memory rule counts through Lagrangian multipliers
@@ -178,21 +178,19 @@ def dual_bound(problem: Problem, time_limit: float, *, sweeps: int | None = None
     aims their steps). ``start``: memory multipliers to start from instead of
     zeros, the ``multipliers`` of an earlier bound on the same problem (contest core
     K, aimed at our cost: 1.700e9 from zeros in 20 s, 1.803e9 from those of 240
-    sweeps before; BENCHMARKS.md). ``lp_steps``: where the memory rows are large, the
-    multiplier steps after the subgradient stage are the LP's
-    (:func:`solver.dual_memory.exact_multipliers`), else the steps of
-    :func:`solver.dual_memory.ascend_multipliers` (the bound far lower; their prices
-    serve the priced search better, see :func:`_ascend_with_memory`). With a time limit
-    that does not bind, the result depends only on the arguments.
+    sweeps before; BENCHMARKS.md). ``pricing``: the multipliers the priced search takes
+    as prices (:mod:`solver.penalties`), found as it was built on them; the bound is
+    lower (see :func:`_ascend_with_memory`). With a time limit that does not bind, the
+    result depends only on the arguments.
     """
     return dual_bound_detail(problem, time_limit, sweeps=sweeps, target=target,
-                             memory=memory, start=start, lp_steps=lp_steps).value
+                             memory=memory, start=start, pricing=pricing).value
 
 
 def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None = None,
                       target: int | None = None, memory: bool = True,
                       start: tuple[float, ...] | None = None,
-                      lp_steps: bool = True) -> DualBound:
+                      pricing: bool = False) -> DualBound:
     """:func:`dual_bound` with the number of sweeps and the reason it stopped."""
     deadline = time.perf_counter() + time_limit
     trivial = trivial_bound(problem)
@@ -221,7 +219,7 @@ def dual_bound_detail(problem: Problem, time_limit: float, *, sweeps: int | None
         raise ValueError(f"start: {len(start)} multipliers for {rows.checks} checks")
     q0 = None if start is None else np.maximum(np.asarray(start, np.float64), 0.0)
     value, done, stopped, q = _ascend_with_memory(layout, rows, sweeps, deadline, target, q0,
-                                                  lp_steps)
+                                                  pricing)
     prefix = np.concatenate([[0.0], np.cumsum(q)])
     prices = prefix[rows.last] - prefix[rows.first]
     return DualBound(max(trivial, min(value, FORBIDDEN)), done, stopped, tuple(prices.tolist()),
@@ -252,56 +250,43 @@ def _ascend(layout: _Layout, sweeps: int | None, deadline: float, target: int | 
 
 def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, deadline: float,
                         target: int | None, q0: np.ndarray | None = None,
-                        lp_steps: bool = True) -> tuple[int, int, str, np.ndarray]:
-    """Two stages on the memory multipliers from ``q0`` (per check, the problem's
-    units; zeros without), the better point certified: (bound, sweeps, why stopped,
-    that point's multipliers per check in the problem's units).
+                        pricing: bool = False) -> tuple[int, int, str, np.ndarray]:
+    """Stages on the memory multipliers from ``q0`` (per check, the problem's units;
+    zeros without), the best point certified: (bound, sweeps, why stopped, that point's
+    multipliers per check in the problem's units).
 
     First (_LARGE_SHARE of the sweeps, or of the time) TRW-S sweeps interleaved with
     projected subgradient steps (:func:`_subgradient`); then, from its best point,
     sweeps alternating with the multipliers that maximize the bound with the messages
-    fixed (an LP, :func:`solver.dual_memory.exact_multipliers`; :func:`_alternate`).
-    The first finds the multipliers' scale early and then stalls (its Polyak steps
-    overshoot); the second climbs steadily from there, but from zeros it climbs slowly
-    where the scale is large (contest core U: 29.4 % below our cost after 20 s from
-    zeros, 23.5 % after a subgradient stage of 10 s; BENCHMARKS.md). Without
-    ``lp_steps``, the first stage takes half and the second steps by
-    :func:`solver.dual_memory.ascend_multipliers`: the bound stays far lower (contest
-    cores R, S, T, U in 7 s: 27.6, 34.4, 38.6, 35.6 % below our cost), but the priced
-    search (:mod:`solver.penalties`) does better on its prices (contest cores T and U:
-    1.126 and 1.147 times the best published cost on the LP's, 0.958 and 1.036 on
-    these; BENCHMARKS.md).
+    fixed (an LP, :func:`solver.dual_memory.exact_multipliers`; :func:`_alternate`);
+    where those rounds stop gaining, a scale of the multipliers and then each of them
+    is searched (:func:`_scaled_up`). The first stage finds the multipliers' scale
+    early and then stalls (its Polyak steps overshoot); the second climbs steadily
+    from there, but from zeros it climbs slowly where the scale is large (contest core
+    U: 29.4 % below our cost after 20 s from zeros, 23.5 % after a subgradient stage of
+    10 s), and it settles on multipliers too small, which the third stage scales up
+    (contest core V in 5 s: 51.5 % below our cost without it, 20.4 % with it, the LP's
+    optimum 20.1 %; BENCHMARKS.md).
 
-    Where the memory rows are small (:data:`solver.dual_memory.EXACT_ENTRIES`) the
-    first stage is left out and the exact steps stop after _EXACT_ROUNDS rounds: contest core V, 100 sweeps from
-    the start, 741k against 657k for 40 sweeps of the first stage and 60 of the
-    second (BENCHMARKS.md). Where those steps stop, a scale of their multipliers and
-    then each of them is searched (:func:`_scaled_up`); from nonzero ``q0`` there, the
-    exact steps are left out and that search starts at once."""
+    With ``pricing``, the multipliers the priced search (:mod:`solver.penalties`) was
+    built on: where the memory rows are small (:data:`solver.dual_memory.EXACT_ENTRIES`,
+    :func:`_small_rows`) exact steps from the start and then the searches of
+    :func:`_scaled_up`; else the first stage takes half and the second steps by
+    :func:`solver.dual_memory.ascend_multipliers`. The bound stays far lower there
+    (contest cores R, S, T, U in 7 s: 27.6, 34.4, 38.6, 35.6 % below our cost against
+    20.6, 12.0, 18.6, 24.9 %), but the priced search does better on those prices
+    (contest cores T and U: 1.126 and 1.147 times the best published cost on the LP's
+    multipliers, 0.958 and 1.036 on these; BENCHMARKS.md)."""
     factor = 2 ** max(0, min(30, int(math.log2(_LAGRANGE_COSTS / max(1, layout.max_cost)))))
     scaled = layout.scaled(factor)
     base = scaled.unary.copy()
     goal = None if target is None else float(target) * factor
     start = np.zeros(rows.checks) if q0 is None else q0 * factor
-    if rows.exact:
-        if start.any() and _SCALE_SWEEPS > 0:
-            # Multipliers an earlier search ended with: the searches that follow the exact
-            # steps, from there (the exact steps would start over from multipliers far too
-            # small, see _scaled_up).
-            q, messages, done, stopped = _scaled_up(scaled, base, rows, start,
-                                                    _Messages.zeros(scaled.slots), sweeps,
-                                                    deadline, goal, warm=True)
-            return _certified(scaled, base, rows, q, messages, factor), done, stopped, q / factor
-        q, messages, done, stopped = _alternate(scaled, base, rows, start,
-                                                _Messages.zeros(scaled.slots), sweeps, deadline,
-                                                goal, exact=True)
-        if stopped == "converged" and _SCALE_SWEEPS > 0:
-            q, messages, more, stopped = _scaled_up(scaled, base, rows, q, messages,
-                                                    None if sweeps is None else sweeps - done,
-                                                    deadline, goal)
-            done += more
+    if pricing and rows.exact:
+        q, messages, done, stopped = _small_rows(scaled, base, rows, start, sweeps, deadline,
+                                                 goal)
         return _certified(scaled, base, rows, q, messages, factor), done, stopped, q / factor
-    share = _LARGE_SHARE if lp_steps else _SUBGRADIENT_SHARE
+    share = _SUBGRADIENT_SHARE if pricing else _LARGE_SHARE
     first = None if sweeps is None else math.ceil(share * sweeps)
     middle = time.perf_counter() + share * max(0.0, deadline - time.perf_counter())
     q, messages, done, stopped = _subgradient(scaled, base, rows, first, middle, goal, factor,
@@ -311,13 +296,42 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
     if stopped == "target" or rest == 0 or time.perf_counter() >= deadline:
         return best, done, stopped if time.perf_counter() < deadline else "time", q / factor
     first_q = q
-    q, messages, more, stopped = _alternate(scaled, base, rows, q, messages.copy(), rest,
-                                            deadline, goal, exact=lp_steps, rounds=None,
-                                            every=_LARGE_SWEEPS if lp_steps else _ALTERNATE_SWEEPS,
-                                            patience=(_LARGE_PATIENCE if lp_steps
-                                                      else _ALTERNATE_PATIENCE))
+    q, messages, more, stopped = _alternate(
+        scaled, base, rows, q, messages.copy(), rest, deadline, goal, exact=not pricing,
+        rounds=None, every=_ALTERNATE_SWEEPS if pricing else _LARGE_SWEEPS,
+        patience=_ALTERNATE_PATIENCE if pricing else _LARGE_PATIENCE)
+    if not pricing and stopped == "converged" and _SCALE_SWEEPS > 0:
+        q, messages, extra, stopped = _scaled_up(scaled, base, rows, q, messages,
+                                                 None if rest is None else rest - more,
+                                                 deadline, goal)
+        more += extra
     second = _certified(scaled, base, rows, q, messages, factor)
     return max(best, second), done + more, stopped, (q if second >= best else first_q) / factor
+
+
+def _small_rows(scaled: _Layout, base: np.ndarray, rows: MemoryRows, start: np.ndarray,
+                sweeps: int | None, deadline: float, goal: float | None
+                ) -> tuple[np.ndarray, _Messages, int, str]:
+    """The priced search's multipliers on small memory rows: exact steps from ``start``
+    (_EXACT_ROUNDS rounds) and, where they stop, the searches of :func:`_scaled_up`; from
+    nonzero ``start`` that search at once (contest core V, 100 sweeps from the start,
+    741k against 657k for 40 sweeps of subgradient steps and 60 of ascending ones;
+    BENCHMARKS.md)."""
+    if start.any() and _SCALE_SWEEPS > 0:
+        # Multipliers an earlier search ended with: the searches that follow the exact
+        # steps, from there (the exact steps would start over from multipliers far too
+        # small, see _scaled_up).
+        return _scaled_up(scaled, base, rows, start, _Messages.zeros(scaled.slots), sweeps,
+                          deadline, goal, warm=True)
+    q, messages, done, stopped = _alternate(scaled, base, rows, start,
+                                            _Messages.zeros(scaled.slots), sweeps, deadline,
+                                            goal, exact=True)
+    if stopped == "converged" and _SCALE_SWEEPS > 0:
+        q, messages, more, stopped = _scaled_up(scaled, base, rows, q, messages,
+                                                None if sweeps is None else sweeps - done,
+                                                deadline, goal)
+        done += more
+    return q, messages, done, stopped
 
 
 def _penalized(scaled: _Layout, base: np.ndarray, rows: MemoryRows, q: np.ndarray) -> _Layout:

@@ -626,10 +626,10 @@ def _priced_beside(core: Problem, aim: int, rounds: int, backtracks: int, cut: f
     PRICE_OFFSET times the first's (each spends its plan: the first ``work``, the
     second ``own``); their answers, and the higher of two dual bounds. The prices' bound
     (:func:`_priced_bound`) is found once, and beside it, on the other core, in as many
-    sweeps, the bound with the LP's multiplier steps aimed at ``aim``, for the report
+    sweeps, the default bound (exact multiplier steps) aimed at ``aim``, for the report
     and the last bound to start from: its prices serve the search worse, but it is far
-    higher (contest T: 38 % below our cost with the prices' multipliers, about 20 % with
-    the LP's, where the last bound gets under a second; BENCHMARKS.md)."""
+    higher (contest T: 38 % below our cost with the prices' multipliers, 13 % with the
+    default's, where the last bound gets a second or three; BENCHMARKS.md)."""
     entries = max(1, table_entries(core))
     seconds = PRICE_DUAL_SHARE * max(0.0, cut - time.perf_counter())
     lp = beside(lambda: dual_bound_detail(core, seconds, sweeps=_price_sweeps(entries),
@@ -662,11 +662,12 @@ def _priced(core: Problem, rounds: int, backtracks: int, cut: float, work: Plan 
 
 def _priced_bound(core: Problem, cut: float, work: Plan | None) -> DualBound:
     """The priced search's dual bound: :func:`_price_sweeps` sweeps, the multipliers by
-    subgradient steps (``lp_steps`` off: see :func:`solver.dual_bound.dual_bound`),
+    multipliers found as the priced search was built on them (``pricing``: see
+    :func:`solver.dual_bound.dual_bound`),
     spent in ``work``."""
     entries = max(1, table_entries(core))
     dual = dual_bound_detail(core, PRICE_DUAL_SHARE * max(0.0, cut - time.perf_counter()),
-                             sweeps=_price_sweeps(entries), lp_steps=False)
+                             sweeps=_price_sweeps(entries), pricing=True)
     if work is not None:
         work.spend(PRICE_SWEEP_SECONDS * entries * dual.sweeps)
     return dual

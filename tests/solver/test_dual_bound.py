@@ -122,8 +122,9 @@ def test_memory_multipliers() -> None:
     assert dual_bound(problem, 30.0, sweeps=200) == 10
 
 
+@pytest.mark.parametrize("pricing", [False, True])
 @pytest.mark.parametrize("exact", [True, False])
-def test_memory_multipliers_as_prices_per_use(exact: bool,
+def test_memory_multipliers_as_prices_per_use(exact: bool, pricing: bool,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # The problem above with a third use live at no check (start = end). The memory rows
     # are checked at the uses' starts, times 0 and 1; only time 1 binds (10 bytes, limit
@@ -135,14 +136,14 @@ def test_memory_multipliers_as_prices_per_use(exact: bool,
     problem = make_problem([[0, 10], [0, 10]],
                            memory=[(0, 0, 2, [5, 0]), (1, 1, 3, [5, 0]), (0, 5, 5, [3, 0])],
                            memory_limit=5)
-    detail = dual_bound_detail(problem, 30.0, sweeps=200)
+    detail = dual_bound_detail(problem, 30.0, sweeps=200, pricing=pricing)
     assert detail.value == 10
     assert detail.prices == pytest.approx((2.0, 2.0, 0.0), abs=1e-6)
     # Without the memory rule there are no multipliers.
     assert dual_bound_detail(problem, 30.0, sweeps=200, memory=False).prices is None
 
 
-@pytest.mark.parametrize("path", ["small", "lp", "subgradient"])
+@pytest.mark.parametrize("path", ["default", "small", "subgradient"])
 @pytest.mark.parametrize("block", range(2))
 def test_both_multiplier_stages_below_the_optimum(block: int, path: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -150,22 +151,23 @@ def test_both_multiplier_stages_below_the_optimum(block: int, path: str,
     # the memory rule (so the rule binds): with 40 sweeps the subgradient stage gets
     # some and the alternating stage the rest; the bound, certified at the better of
     # their points, never exceeds the brute-force optimum with the memory rule. As
-    # these small rows go by default (exact steps, then the scale searches), as large
-    # rows go (a short subgradient stage, then exact steps), and as large rows go
-    # without ``lp_steps`` (subgradient steps throughout); and from a start (10 sweeps
+    # the bound goes by default (a short subgradient stage, exact steps, the scale
+    # searches), and as the priced search's bound goes (``pricing``) on small rows
+    # (exact steps, the scale searches) and on large ones (subgradient steps
+    # throughout); and from a start (10 sweeps
     # from the multipliers of the first bound, or from random ones).
-    if path != "small":
+    if path == "subgradient":
         monkeypatch.setattr(solver.dual_memory, "EXACT_ENTRIES", -1)
-    lp_steps = path != "subgradient"
+    pricing = path != "default"
     above_relaxed = tried = 0
     for seed, rng, problem, optima in binding_limit_problems(
             9100, range(block * 60, block * 60 + 60), (3, 9), (2, 4), forbid_pairs=True):
-        got = dual_bound_detail(problem, 30.0, sweeps=40, lp_steps=lp_steps)
-        assert got == dual_bound_detail(problem, 30.0, sweeps=40, lp_steps=lp_steps), seed
+        got = dual_bound_detail(problem, 30.0, sweeps=40, pricing=pricing)
+        assert got == dual_bound_detail(problem, 30.0, sweeps=40, pricing=pricing), seed
         assert got.value <= optima[1], f"seed {seed}"
         assert got.multipliers is not None
         for start in (got.multipliers, tuple(rng.exponential(5.0, len(got.multipliers)))):
-            warm = dual_bound_detail(problem, 30.0, sweeps=10, start=start, lp_steps=lp_steps)
+            warm = dual_bound_detail(problem, 30.0, sweeps=10, start=start, pricing=pricing)
             assert warm.value <= optima[1], f"seed {seed}"
         tried += 1
         above_relaxed += got.value > optima[0]
@@ -372,19 +374,19 @@ def test_compiled_sweeps_match_sweeps_that_recompute_every_marginal(
 def test_a_start_from_earlier_multipliers_climbs_faster(monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
     # A chain whose memory limit binds at every step (each node's usage is live with its
-    # successors'), its multipliers found by subgradient steps as on large rows: 20
-    # sweeps from the multipliers of 200 sweeps before reach higher than 20 from zeros;
-    # no higher than 400 from zeros reach (the LP dual's optimum bounds both). A start
-    # of the wrong length is refused.
+    # successors'), its multipliers found by subgradient steps as the priced search's
+    # bound finds them on large rows: 20 sweeps from the multipliers of 200 sweeps before
+    # reach higher than 20 from zeros; no higher than 400 from zeros reach (the LP dual's
+    # optimum bounds both). A start of the wrong length is refused.
     raw = chain(40, 3, seed=3)
     raw.limit = 12
     problem = build(raw)
     monkeypatch.setattr(solver.dual_memory, "EXACT_ENTRIES", -1)
-    earlier = dual_bound_detail(problem, 60.0, sweeps=200)
-    cold = dual_bound_detail(problem, 60.0, sweeps=20)
-    warm = dual_bound_detail(problem, 60.0, sweeps=20, start=earlier.multipliers)
+    earlier = dual_bound_detail(problem, 60.0, sweeps=200, pricing=True)
+    cold = dual_bound_detail(problem, 60.0, sweeps=20, pricing=True)
+    warm = dual_bound_detail(problem, 60.0, sweeps=20, start=earlier.multipliers, pricing=True)
     assert cold.value < warm.value
-    assert warm.value <= dual_bound_detail(problem, 60.0, sweeps=400).value + 1
+    assert warm.value <= dual_bound_detail(problem, 60.0, sweeps=400, pricing=True).value + 1
     with pytest.raises(ValueError):
         dual_bound_detail(problem, 60.0, sweeps=20, start=earlier.multipliers[1:])
 
@@ -417,38 +419,44 @@ def test_without_the_time_to_build_its_tables_the_bound_is_trivial(monkeypatch) 
 def test_searches_where_the_exact_steps_stopped(stage: str, least: int,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     # Random loopy problems whose memory limit binds (one byte below the peak of the optimum
-    # without the rule), the exact (LP) multiplier steps these small rows take: where they
-    # stop, the search over a scale of their multipliers and then over each multiplier on
-    # its own (``_SCALE_SWEEPS`` 0: neither; ``_CHECK_SWEEPS`` 0: the scale alone) raise the
-    # bound on some and lower it on none, and the bound stays at most the brute-force
-    # optimum with the rule. (On these small problems the scale alone mostly reaches the
-    # best the multipliers can give.)
-    raised = tried = 0
+    # without the rule), the exact (LP) multiplier steps the priced search's bound takes on
+    # these small rows (``pricing``): where they stop, the search over a scale of their
+    # multipliers and then over each multiplier on its own (``_SCALE_SWEEPS`` 0: neither;
+    # ``_CHECK_SWEEPS`` 0: the scale alone) raise the bound on some and lower it on none,
+    # and the bound stays at most the brute-force optimum with the rule. (On these small
+    # problems the scale alone mostly reaches the best the multipliers can give.) The
+    # default bound searches the same way where its exact steps stop, after a subgradient
+    # stage that mostly finds the scale already: lower on none there either.
+    raised = tried = default_raised = 0
     for seed, _, problem, optima in binding_limit_problems(777000, range(120), (4, 9), (2, 5)):
         tried += 1
-        searched = dual_bound(problem, 30.0)
+        searched = dual_bound(problem, 30.0, pricing=True)
+        default = dual_bound(problem, 30.0)
         with monkeypatch.context() as patch:
             patch.setattr(solver.dual_bound, stage, 0)
-            plain = dual_bound(problem, 30.0)
+            plain = dual_bound(problem, 30.0, pricing=True)
+            default_plain = dual_bound(problem, 30.0)
         assert plain <= searched <= optima[1], f"seed {seed}"
+        assert default_plain <= default <= optima[1], f"seed {seed}"
         raised += searched > plain
-    assert tried >= 40 and raised >= least, (tried, raised)
+        default_raised += default > default_plain
+    assert tried >= 40 and raised >= least and default_raised >= 1, (tried, raised)
 
 
 def test_the_pattern_search_refines_where_factors_of_two_stop(monkeypatch: pytest.MonkeyPatch
                                                                 ) -> None:
-    # Random loopy problems whose memory limit binds, with the exact multiplier steps: the
-    # pattern search after the scale shrinks each factor where neither way raises the
-    # bound; stopped once every factor is below two (_CHECK_LEAST 1.99: factors of two
-    # alone), the bound is lower on some and higher on none; both stay at most the
-    # brute-force optimum with the rule.
+    # Random loopy problems whose memory limit binds, with the exact multiplier steps of the
+    # priced search's bound on small rows: the pattern search after the scale shrinks each
+    # factor where neither way raises the bound; stopped once every factor is below two
+    # (_CHECK_LEAST 1.99: factors of two alone), the bound is lower on some and higher on
+    # none; both stay at most the brute-force optimum with the rule.
     raised = tried = 0
     for seed, _, problem, optima in binding_limit_problems(777000, range(120), (4, 9), (2, 5)):
         tried += 1
-        refined = dual_bound(problem, 30.0)
+        refined = dual_bound(problem, 30.0, pricing=True)
         with monkeypatch.context() as patch:
             patch.setattr(solver.dual_bound, "_CHECK_LEAST", 1.99)
-            halving = dual_bound(problem, 30.0)
+            halving = dual_bound(problem, 30.0, pricing=True)
         assert halving <= refined <= optima[1], f"seed {seed}"
         raised += refined > halving
     assert tried >= 40 and raised >= 5, (tried, raised)
@@ -457,7 +465,8 @@ def test_the_pattern_search_refines_where_factors_of_two_stop(monkeypatch: pytes
 def test_an_earlier_searchs_multipliers_skip_the_exact_steps(monkeypatch: pytest.MonkeyPatch
                                                              ) -> None:
     # Chains whose memory limit binds at every step, with rows small enough for the exact
-    # steps: from the multipliers of 200 sweeps before, no exact step is taken (the sweeps
+    # steps of the priced search's bound (``pricing``): from the multipliers of 200 sweeps
+    # before, no exact step is taken (the sweeps
     # start at those multipliers), and 20 sweeps reach at least what 20 from zeros reach,
     # higher on most. On small random problems whose limit binds, such a start keeps the
     # bound at most the brute-force optimum with the rule.
@@ -474,11 +483,11 @@ def test_an_earlier_searchs_multipliers_skip_the_exact_steps(monkeypatch: pytest
         raw = chain(40, 3, seed=seed)
         raw.limit = 12
         problem = build(raw)
-        earlier = dual_bound_detail(problem, 60.0, sweeps=200)
+        earlier = dual_bound_detail(problem, 60.0, sweeps=200, pricing=True)
         assert steps and earlier.multipliers is not None and any(earlier.multipliers)
-        cold = dual_bound(problem, 60.0, sweeps=20)
+        cold = dual_bound(problem, 60.0, sweeps=20, pricing=True)
         steps.clear()
-        warm = dual_bound(problem, 60.0, sweeps=20, start=earlier.multipliers)
+        warm = dual_bound(problem, 60.0, sweeps=20, start=earlier.multipliers, pricing=True)
         assert not steps and warm >= cold, seed
         higher += warm > cold
     assert higher >= 3

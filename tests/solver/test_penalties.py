@@ -229,7 +229,7 @@ def test_both_searches_the_same_answer_beside_or_in_turn(monkeypatch) -> None:
     forked, bound = _penalty_searched(problem, start, time.perf_counter() + 60, Laps())
     monkeypatch.setattr(solve_module, "beside", lambda work: Beside(None, None, (True, work())))
     assert _penalty_searched(problem, start, time.perf_counter() + 60, Laps()) == (forked, bound)
-    dual = dual_bound_detail(problem, 60.0, sweeps=sweeps, lp_steps=False)
+    dual = dual_bound_detail(problem, 60.0, sweeps=sweeps, pricing=True)
     assert bound == dual and dual.prices is not None and dual.multipliers is not None
     priced = price_search(problem, np.array(dual.prices), solve_module.PENALTY_ROUNDS, backtracks)
     per_node = penalty_search(problem, solve_module.PENALTY_ROUNDS, backtracks)
@@ -245,10 +245,10 @@ def test_both_searches_the_same_answer_beside_or_in_turn(monkeypatch) -> None:
 def test_large_cores_get_two_priced_searches_half_a_step_apart(monkeypatch) -> None:
     # Above PENALTY_LARGE_ENTRIES (here 0: every core) the search beside the priced one
     # is the priced search again from PRICE_OFFSET times its first scale, on the same
-    # prices (those of the bound without the LP's steps); the answer is the cheaper of
+    # prices (those of the bound found with ``pricing``); the answer is the cheaper of
     # the two (run in turn here), each checked against a run alone. The bound returned
-    # is the higher of the prices' bound and the bound with the LP's steps in as many
-    # sweeps, aimed at the start's cost (the rows taken as large ones: the two differ).
+    # is the higher of the prices' bound and the default bound in as many sweeps, aimed
+    # at the start's cost (the rows taken as large ones, as on the cores this runs on).
     import time
 
     import solver.dual_memory
@@ -281,15 +281,15 @@ def test_large_cores_get_two_priced_searches_half_a_step_apart(monkeypatch) -> N
     got, bound = _penalty_searched(problem, start, time.perf_counter() + 60, Laps())
     first = solve_module.PRICE_SCALE
     assert sorted(scales) == [first, pytest.approx(solve_module.PRICE_OFFSET * first)]
-    priced = dual_bound_detail(problem, 60.0, sweeps=sweeps, lp_steps=False)
+    priced = dual_bound_detail(problem, 60.0, sweeps=sweeps, pricing=True)
     alone = [priced_search(problem, np.array(priced.prices), solve_module.PENALTY_LARGE_ROUNDS,
                            backtracks, scale=scale) for scale in scales]
     assert got.cost == min([start.cost] + [f[1] for f in alone if f is not None])
     assert got.cost == cost_of(raw, got.labels) >= bound.value
     lp = dual_bound_detail(problem, 60.0, sweeps=sweeps, target=start.cost)
     assert bound == max(priced, lp, key=lambda b: b.value)
-    assert [(kwargs["sweeps"], kwargs.get("target"), kwargs.get("lp_steps", True))
-            for kwargs in bounds] == [(sweeps, start.cost, True), (sweeps, None, False)]
+    assert [(kwargs["sweeps"], kwargs.get("target"), kwargs.get("pricing", False))
+            for kwargs in bounds] == [(sweeps, start.cost, False), (sweeps, None, True)]
 
 
 def test_ties_are_refused() -> None:
