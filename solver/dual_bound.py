@@ -90,9 +90,16 @@ _EXACT_ROUNDS = 3
 #: a row gain nothing (contest cores R, S, T, U in 7 s from zeros, aimed at our cost:
 #: 20.6, 12.0, 18.6, 24.9 % below it, where the subgradient steps with the steps of
 #: ascend_multipliers stayed 27.6, 34.4, 38.6, 35.6 % below; BENCHMARKS.md).
+#: The exact steps are taken only where _LEAST_ROUNDS rounds fit in what is left after
+#: the first stage (in sweeps, or in seconds at its pace, an LP counted as _LP_SWEEPS
+#: sweeps: contest cores R, T, A take 5-15 sweeps' time for one); else the steps of
+#: ascend_multipliers follow, as with ``pricing`` (contest core A in 1.5 s: 76.5 % below
+#: our cost where an LP cut the only round short, 2.6 % with those steps).
 _LARGE_SHARE = 0.15
 _LARGE_SWEEPS = 20
 _LARGE_PATIENCE = 5
+_LEAST_ROUNDS = 2
+_LP_SWEEPS = 15
 #: Where exact multiplier steps stopped, their multipliers times a scale
 #: (:func:`_scaled_up`): _SCALE_SWEEPS sweeps per scale tried (0: no search), the relative
 #: gain a doubling must make to go on (contest core V: 638691 -> about 1.07M in 9 s,
@@ -288,19 +295,24 @@ def _ascend_with_memory(layout: _Layout, rows: MemoryRows, sweeps: int | None, d
         return _certified(scaled, base, rows, q, messages, factor), done, stopped, q / factor
     share = _SUBGRADIENT_SHARE if pricing else _LARGE_SHARE
     first = None if sweeps is None else math.ceil(share * sweeps)
-    middle = time.perf_counter() + share * max(0.0, deadline - time.perf_counter())
+    began = time.perf_counter()
+    middle = began + share * max(0.0, deadline - began)
     q, messages, done, stopped = _subgradient(scaled, base, rows, first, middle, goal, factor,
                                               start)
+    pace = (time.perf_counter() - began) / max(1, done)
     best = _certified(scaled, base, rows, q, messages, factor)
     rest = None if sweeps is None else sweeps - done
     if stopped == "target" or rest == 0 or time.perf_counter() >= deadline:
         return best, done, stopped if time.perf_counter() < deadline else "time", q / factor
     first_q = q
+    exact = not pricing and done > 0 and (
+        rest >= _LEAST_ROUNDS * _LARGE_SWEEPS if rest is not None
+        else deadline - time.perf_counter() >= _LEAST_ROUNDS * (_LARGE_SWEEPS + _LP_SWEEPS) * pace)
     q, messages, more, stopped = _alternate(
-        scaled, base, rows, q, messages.copy(), rest, deadline, goal, exact=not pricing,
-        rounds=None, every=_ALTERNATE_SWEEPS if pricing else _LARGE_SWEEPS,
-        patience=_ALTERNATE_PATIENCE if pricing else _LARGE_PATIENCE)
-    if not pricing and stopped == "converged" and _SCALE_SWEEPS > 0:
+        scaled, base, rows, q, messages.copy(), rest, deadline, goal, exact=exact,
+        rounds=None, every=_LARGE_SWEEPS if exact else _ALTERNATE_SWEEPS,
+        patience=_LARGE_PATIENCE if exact else _ALTERNATE_PATIENCE)
+    if exact and stopped == "converged" and _SCALE_SWEEPS > 0:
         q, messages, extra, stopped = _scaled_up(scaled, base, rows, q, messages,
                                                  None if rest is None else rest - more,
                                                  deadline, goal)

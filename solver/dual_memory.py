@@ -33,8 +33,9 @@ from solver.problem import Problem
 
 #: Certified multipliers are multiples of ``2**-SHIFT`` (in scaled cost units).
 SHIFT = 20
-#: The exact multiplier step (:func:`exact_multipliers`) is taken when the memory rows
-#: have at most this many (use, check) entries: contest core V has 7.9k, U 10M, K 71M.
+#: Memory rows of at most this many (use, check) entries are small: the priced search's
+#: bound takes exact multiplier steps there from the start, and the solver keeps the
+#: bound a larger slice of the time (contest core V has 7.9k, U 10M, K 71M).
 EXACT_ENTRIES = 100_000
 
 
@@ -92,7 +93,7 @@ class MemoryRows:
 
     @property
     def exact(self) -> bool:
-        """Whether the rows are small enough for the exact multiplier steps."""
+        """Whether the rows are small (:data:`EXACT_ENTRIES`)."""
         return self.entries <= EXACT_ENTRIES
 
     def penalties(self, q: np.ndarray, size: int) -> np.ndarray:
@@ -146,8 +147,8 @@ def _use_checks(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
 
 
 def exact_rows(problem: Problem) -> bool:
-    """Whether ``problem``'s memory rows (every label kept) take the exact multiplier
-    steps (:attr:`MemoryRows.exact`), read from its uses alone."""
+    """Whether ``problem``'s memory rows (every label kept) are small
+    (:attr:`MemoryRows.exact`), read from its uses alone."""
     spans = _use_checks(problem)
     return spans is not None and int((spans[1] - spans[0]).sum()) <= EXACT_ENTRIES
 

@@ -72,8 +72,8 @@ DUAL_BOUND_SECONDS = 20.0
 #: bound to 0.8 s after its annealed stages on a slow day: a 96 % gap against 57 %.)
 MEMORY_DUAL_SHARE = 0.1
 MEMORY_DUAL_SECONDS = 5.0
-#: Where the memory rows are small enough for the bound's exact multiplier steps
-#: (:func:`solver.dual_memory.exact_rows`), the searches after those steps need about 800
+#: Where the memory rows are small (:func:`solver.dual_memory.exact_rows`), the bound's
+#: searches after its exact multiplier steps need about 800
 #: sweeps to settle: EXACT_DUAL_SHARE of the time limit, at most EXACT_DUAL_SECONDS (contest
 #: V, 60 s: 1204512 with 10.1 s left for it, 1071306 with 5.1 s, BENCHMARKS.md).
 EXACT_DUAL_SHARE = 0.2

@@ -160,10 +160,13 @@ def test_both_multiplier_stages_below_the_optimum(block: int, path: str,
         monkeypatch.setattr(solver.dual_memory, "EXACT_ENTRIES", -1)
     pricing = path != "default"
     above_relaxed = tried = 0
+    # (The default bound gets 60 sweeps: 9 of subgradient steps leave room for the two
+    # rounds of exact steps it needs to take any.)
+    sweeps = 40 if pricing else 60
     for seed, rng, problem, optima in binding_limit_problems(
             9100, range(block * 60, block * 60 + 60), (3, 9), (2, 4), forbid_pairs=True):
-        got = dual_bound_detail(problem, 30.0, sweeps=40, pricing=pricing)
-        assert got == dual_bound_detail(problem, 30.0, sweeps=40, pricing=pricing), seed
+        got = dual_bound_detail(problem, 30.0, sweeps=sweeps, pricing=pricing)
+        assert got == dual_bound_detail(problem, 30.0, sweeps=sweeps, pricing=pricing), seed
         assert got.value <= optima[1], f"seed {seed}"
         assert got.multipliers is not None
         for start in (got.multipliers, tuple(rng.exponential(5.0, len(got.multipliers)))):
@@ -675,3 +678,28 @@ def test_lower_hulls_against_every_pair_of_points() -> None:
                     at += min(piece, given) * rate
                     given -= min(piece, given)
                 assert at <= c[a] + 1e-9
+
+
+def test_exact_steps_only_where_two_rounds_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # After the subgradient stage (15 % of the sweeps) the default bound takes exact steps
+    # only where _LEAST_ROUNDS rounds of _LARGE_SWEEPS sweeps fit in the sweeps left: 40
+    # sweeps leave 34, too few (the steps of ascend_multipliers follow), 60 leave 51.
+    # Every bound stays at most the brute-force optimum with the rule.
+    steps = []
+    exact_step = solver.dual_bound._exact_step
+
+    def counted(*args, **kwargs):
+        steps.append(True)
+        return exact_step(*args, **kwargs)
+
+    monkeypatch.setattr(solver.dual_bound, "_exact_step", counted)
+    checked = 0
+    for seed, _, problem, optima in binding_limit_problems(9300, range(20), (4, 8), (2, 4)):
+        for sweeps, taken in ((40, False), (60, True)):
+            steps.clear()
+            got = dual_bound_detail(problem, 30.0, sweeps=sweeps)
+            assert got.value <= optima[1], seed
+            if got.sweeps == sweeps:  # not stopped early (target, convergence)
+                assert bool(steps) == taken, (seed, sweeps)
+                checked += 1
+    assert checked >= 10
