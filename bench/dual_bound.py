@@ -9,7 +9,7 @@ writes nothing.
     python3 bench/dual_bound.py [--limits 5,20] [--only A,K] [--no-memory]
     python3 bench/dual_bound.py --stages 100 [--only K,U]
     python3 bench/dual_bound.py --only V --limits 2,5 --no-exact
-    python3 bench/dual_bound.py --only R,T --limits 7,20 --pricing
+    python3 bench/dual_bound.py --only R,T --limits 7,20 --aim [--pricing]
     python3 bench/dual_bound.py --warm 100 [--only K,R,U]
     python3 bench/dual_bound.py --lp 600 --only V --limits 5,20 [--no-scale]
 
@@ -25,6 +25,9 @@ multipliers (``start``).
 
 ``--no-exact``: the memory multipliers by subgradient steps alone, also where the
 memory rows are small enough for the exact (LP) multiplier steps.
+
+``--aim``: each bound aimed at our cost (``target``), as the solver aims its bounds at
+its answer's cost.
 
 ``--pricing``: the multipliers found as the priced search's bound finds them (``pricing``
 of :func:`solver.dual_bound.dual_bound`).
@@ -97,6 +100,8 @@ def main() -> None:
                         help="N sweeps from zeros and from the priced search's multipliers")
     parser.add_argument("--no-exact", action="store_true",
                         help="no exact (LP) multiplier steps, whatever the rows' size")
+    parser.add_argument("--aim", action="store_true",
+                        help="aim the bound at our cost, as the solver aims its bounds")
     parser.add_argument("--pricing", action="store_true",
                         help="the multipliers as the priced search's bound finds them")
     parser.add_argument("--no-scale", action="store_true",
@@ -143,8 +148,9 @@ def main() -> None:
         bounds = []
         for limit in limits:
             began = time.perf_counter()
+            aim = None if not args.aim or ours is None else ours - offset
             detail = dual_bound_detail(core, limit, memory=not args.no_memory,
-                                       pricing=args.pricing)
+                                       pricing=args.pricing, target=aim)
             seconds = time.perf_counter() - began
             bounds.append(detail.value + offset)
             row += [str(detail.value + offset), f"{detail.sweeps} ({detail.stopped})",
