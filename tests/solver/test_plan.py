@@ -166,7 +166,8 @@ def test_the_penalty_stage_bound_counts_in_the_answer(monkeypatch, whole) -> Non
     options = SolveOptions(time_limit=3.0, whole_model_labels=10**6 if whole else 10,
                            num_workers=1, passes=())
     entries = sum(edge.costs.size for edge in problem.edges)
-    want = dual_bound_detail(problem, 60.0, sweeps=solver.solve._price_sweeps(entries)).value
+    want = dual_bound_detail(problem, 60.0, sweeps=solver.solve._price_sweeps(entries),
+                             pricing=True).value
     if whole:
         model_search = solver.solve._model_search
 
