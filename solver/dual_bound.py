@@ -84,10 +84,9 @@ _ALTERNATE_SWEEPS = 5
 _MULTIPLIER_ROUNDS = 20
 _ALTERNATE_PATIENCE = 20
 _EXACT_ROUNDS = 3
-#: Where the memory rows are too large for the searches of _scaled_up, the subgradient
-#: stage takes _LARGE_SHARE of the time (or sweeps) and finds the multipliers' scale; then
-#: exact steps alternate with _LARGE_SWEEPS sweeps each, until _LARGE_PATIENCE rounds in
-#: a row gain nothing (contest cores R, S, T, U in 7 s from zeros, aimed at our cost:
+#: The default bound (not ``pricing``): the subgradient stage takes _LARGE_SHARE of the
+#: time (or sweeps) and finds the multipliers' scale; then exact steps alternate with
+#: _LARGE_SWEEPS sweeps each, until _LARGE_PATIENCE rounds in a row gain nothing (contest cores R, S, T, U in 7 s from zeros, aimed at our cost:
 #: 20.6, 12.0, 18.6, 24.9 % below it, where the subgradient steps with the steps of
 #: ascend_multipliers stayed 27.6, 34.4, 38.6, 35.6 % below; BENCHMARKS.md).
 #: The exact steps are taken only where _LEAST_ROUNDS rounds fit in what is left after

@@ -245,9 +245,11 @@ def exact_multipliers(rows: MemoryRows, node: np.ndarray, node_start: np.ndarray
     seg_uses = shape.profile_uses[ranges(shape.use_start[seg_node], counts)]
     columns.add_spans(np.repeat(np.arange(len(seg_node)), counts), seg_uses,
                       -shape.alpha[seg_uses], seg_slope, seg_length)
+    # The bytes of the profile uses at their nodes' tops, moved to the right-hand side.
     uses = shape.profile_uses
-    np.subtract.at(columns.rhs, rows.first[uses], shape.alpha[uses] * top_of[shape.node[uses]])
-    np.add.at(columns.rhs, rows.last[uses], shape.alpha[uses] * top_of[shape.node[uses]])
+    at_top = shape.alpha[uses] * top_of[shape.node[uses]]
+    np.subtract.at(columns.rhs, rows.first[uses], at_top)
+    np.add.at(columns.rhs, rows.last[uses], at_top)
     if len(shape.general_nodes):
         columns.add_general(shape, owner, ranges(node_start[shape.general_nodes],
                                                  sizes[shape.general_nodes]),
@@ -294,7 +296,6 @@ class _Shape:
         # A use shares its node's profile when every usage is the reference's times the
         # ratio of the peaks, on the same labels.
         ref_use = reference[np.maximum(node, 0)]
-        on_profile = np.zeros(len(rows.pair_use), bool)
         profile_at = np.zeros(len(owner))
         is_ref = ref_use[rows.pair_use] == rows.pair_use
         profile_at[rows.pair_slot[is_ref]] = rows.pair_usage[is_ref]
@@ -305,16 +306,17 @@ class _Shape:
         off |= pairs != pairs[ref_use]
         general = np.zeros(nodes, bool)
         general[node[counted[off[counted]]]] = True
-        profile_uses = by_node[~general[node[by_node]]]
-        profile_nodes = node[profile_uses][head[~general[node[by_node]]]]
+        kept = ~general[node[by_node]]
+        profile_uses = by_node[kept]
+        profile_nodes = node[profile_uses][head[kept]]
         use_count = np.bincount(node[profile_uses], minlength=nodes)
         use_start = np.zeros(nodes, np.int64)
-        use_start[profile_nodes] = np.flatnonzero(head[~general[node[by_node]]])
+        use_start[profile_nodes] = np.flatnonzero(head[kept])
         alpha = peak / np.maximum(peak[ref_use], 1.0)
         return _Shape(node=node, alpha=alpha, profile_nodes=profile_nodes,
                       profile_uses=profile_uses, use_start=use_start, use_count=use_count,
                       general_nodes=np.flatnonzero(general),
-                      general_uses=by_node[general[node[by_node]]],
+                      general_uses=by_node[~kept],
                       reference_pair=is_ref & ~general[node[rows.pair_use]])
 
 

@@ -73,9 +73,9 @@ DUAL_BOUND_SECONDS = 20.0
 MEMORY_DUAL_SHARE = 0.1
 MEMORY_DUAL_SECONDS = 5.0
 #: Where the memory rows are small (:func:`solver.dual_memory.exact_rows`), the bound's
-#: searches after its exact multiplier steps need about 800
-#: sweeps to settle: EXACT_DUAL_SHARE of the time limit, at most EXACT_DUAL_SECONDS (contest
-#: V, 60 s: 1204512 with 10.1 s left for it, 1071306 with 5.1 s, BENCHMARKS.md).
+#: searches after its exact multiplier steps need about 800 sweeps to settle:
+#: EXACT_DUAL_SHARE of the time limit, at most EXACT_DUAL_SECONDS (contest V, 60 s:
+#: 1204512 with 10.1 s left for it, 1071306 with 5.1 s, BENCHMARKS.md).
 EXACT_DUAL_SHARE = 0.2
 EXACT_DUAL_SECONDS = 12.0
 #: A memory-limited core of at most this many nodes (and no ties) modelled whole is
@@ -590,14 +590,15 @@ def _penalty_searched(core: Problem, start: Answer, deadline: float, laps: Laps,
     backtracks = min(PENALTY_MAX_BACKTRACKS,
                      max(PENALTY_MIN_BACKTRACKS, PENALTY_SEARCH // entries))
     cut = time.perf_counter() + PENALTY_SHARE * max(0.0, deadline - time.perf_counter())
-    rounds = PENALTY_ROUNDS if entries <= PENALTY_LARGE_ENTRIES else PENALTY_LARGE_ROUNDS
+    large = entries > PENALTY_LARGE_ENTRIES
+    rounds = PENALTY_LARGE_ROUNDS if large else PENALTY_ROUNDS
     own = None if work is None else Plan(work.left())
-    if entries > PENALTY_LARGE_ENTRIES and workers >= 2:
+    if large and workers >= 2:
         found, dual = _priced_beside(core, start.cost, rounds, backtracks, cut, work, own)
     else:
         def second() -> tuple[tuple[int, ...], int] | None:
             return penalty_search(core, rounds, backtracks, deadline=cut, work=own)
-        other = None if workers < 2 or entries > PENALTY_LARGE_ENTRIES else beside(second)
+        other = None if workers < 2 or large else beside(second)
         first, dual = _priced(core, rounds, backtracks, cut, work, PRICE_SCALE)
         found = [first, *_collected(other)]
     laps.lap("penalties")
@@ -661,10 +662,9 @@ def _priced(core: Problem, rounds: int, backtracks: int, cut: float, work: Plan 
 
 
 def _priced_bound(core: Problem, cut: float, work: Plan | None) -> DualBound:
-    """The priced search's dual bound: :func:`_price_sweeps` sweeps, the multipliers by
-    multipliers found as the priced search was built on them (``pricing``: see
-    :func:`solver.dual_bound.dual_bound`),
-    spent in ``work``."""
+    """The priced search's dual bound: :func:`_price_sweeps` sweeps, the multipliers
+    found as the priced search was built on them (``pricing``: see
+    :func:`solver.dual_bound.dual_bound`); the sweeps' estimate spent in ``work``."""
     entries = max(1, table_entries(core))
     dual = dual_bound_detail(core, PRICE_DUAL_SHARE * max(0.0, cut - time.perf_counter()),
                              sweeps=_price_sweeps(entries), pricing=True)

@@ -62,6 +62,19 @@ def binding_limit_problems(first_seed: int, seeds: Iterable[int], nodes: tuple[i
             yield seed, rng, build(raw), optima
 
 
+def _counted_exact_steps(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """A list that gets an entry for each exact multiplier step the bound takes from now."""
+    steps: list[bool] = []
+    exact_step = solver.dual_bound._exact_step
+
+    def counted(*args, **kwargs):
+        steps.append(True)
+        return exact_step(*args, **kwargs)
+
+    monkeypatch.setattr(solver.dual_bound, "_exact_step", counted)
+    return steps
+
+
 def random_tree(rng: np.random.Generator, nodes: int, chain: bool) -> Raw:
     """A random tree (or chain) with forbidden labels and pairs, edges either way round."""
     ks = [int(rng.integers(1, 5)) for _ in range(nodes)]
@@ -473,14 +486,7 @@ def test_an_earlier_searchs_multipliers_skip_the_exact_steps(monkeypatch: pytest
     # start at those multipliers), and 20 sweeps reach at least what 20 from zeros reach,
     # higher on most. On small random problems whose limit binds, such a start keeps the
     # bound at most the brute-force optimum with the rule.
-    steps = []
-    exact_step = solver.dual_bound._exact_step
-
-    def counted(*args, **kwargs):
-        steps.append(True)
-        return exact_step(*args, **kwargs)
-
-    monkeypatch.setattr(solver.dual_bound, "_exact_step", counted)
+    steps = _counted_exact_steps(monkeypatch)
     higher = 0
     for seed in range(6):
         raw = chain(40, 3, seed=seed)
@@ -685,14 +691,7 @@ def test_exact_steps_only_where_two_rounds_fit(monkeypatch: pytest.MonkeyPatch) 
     # only where _LEAST_ROUNDS rounds of _LARGE_SWEEPS sweeps fit in the sweeps left: 40
     # sweeps leave 34, too few (the steps of ascend_multipliers follow), 60 leave 51.
     # Every bound stays at most the brute-force optimum with the rule.
-    steps = []
-    exact_step = solver.dual_bound._exact_step
-
-    def counted(*args, **kwargs):
-        steps.append(True)
-        return exact_step(*args, **kwargs)
-
-    monkeypatch.setattr(solver.dual_bound, "_exact_step", counted)
+    steps = _counted_exact_steps(monkeypatch)
     checked = 0
     for seed, _, problem, optima in binding_limit_problems(9300, range(20), (4, 8), (2, 4)):
         for sweeps, taken in ((40, False), (60, True)):
